@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""runaway-guard's PreToolUse hook for Claude Code and Codex: reads the hook JSON on stdin.
+
+Whatever happens it exits 0 and prints nothing or one valid answer; its own errors go to
+hook.log in the state dir as a `fail-open` line, never into a blocked call.
+"""
+
+import os
+import sys
+
+
+def main():
+    answer = ""
+    try:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from runaway_guard import hook
+
+        answer = hook.run(sys.stdin.buffer.read(hook.MAX_INPUT + 1), os.environ)
+    except BaseException as error:  # noqa: BLE001 - fail open, always
+        answer = ""
+        try:
+            from runaway_guard import config, log
+
+            log.append(config.load(None).state_dir, "fail-open", f"{type(error).__name__}: {error}")
+        except BaseException:  # noqa: BLE001
+            pass
+    if answer:
+        try:
+            sys.stdout.write(answer + "\n")
+            sys.stdout.flush()
+        except BaseException:  # noqa: BLE001
+            pass
+
+
+if __name__ == "__main__":
+    main()
+    os._exit(0)

@@ -1,0 +1,169 @@
+"""Configuration: defaults, then the user's file, then the environment; a project may only tighten.
+
+A repository must not be able to switch off the guard that protects its user's money, so the
+project file `.runaway-guard.json` can lower caps and thresholds but never raise or remove them.
+"""
+
+import json
+import os
+
+PREFIX = "RUNAWAY_GUARD_"
+PROJECT_FILE = ".runaway-guard.json"
+
+DEFAULTS = {
+    "max_usd": 25.0,
+    "warn_at": 0.8,
+    "daily_usd": 0.0,
+    "max_failures": 5,
+    "max_repeats": 5,
+}
+# Caps where 0 means "no cap": tightening a 0 means setting one.
+_CAPS = ("max_usd", "daily_usd")
+_COUNTS = ("max_failures", "max_repeats")
+_KNOWN_FILE_KEYS = (*DEFAULTS, "state_dir", "off")
+
+
+class Config:
+    """The effective limits, where they came from, and what was wrong with the inputs."""
+
+    def __init__(self, values, state_dir, off, problems, sources):
+        self.max_usd = values["max_usd"]
+        self.warn_at = values["warn_at"]
+        self.daily_usd = values["daily_usd"]
+        self.max_failures = values["max_failures"]
+        self.max_repeats = values["max_repeats"]
+        self.state_dir = state_dir
+        self.off = off
+        self.problems = problems
+        self.sources = sources
+
+
+def user_config_path(environ=os.environ):
+    base = environ.get("XDG_CONFIG_HOME") or os.path.join(_home(environ), ".config")
+    return os.path.join(base, "runaway-guard", "config.json")
+
+
+def default_state_dir(environ=os.environ):
+    base = environ.get("XDG_STATE_HOME") or os.path.join(_home(environ), ".local", "state")
+    return os.path.join(base, "runaway-guard")
+
+
+def _home(environ):
+    return environ.get("HOME") or os.path.expanduser("~")
+
+
+def _number(key, value):
+    """A valid setting value, or None. Booleans are not numbers here."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    if not isinstance(value, (int, float)) or value != value or value < 0:
+        return None
+    if value == float("inf"):
+        return None
+    if key == "warn_at":
+        return float(value) if 0 < value <= 1 else None
+    if key in _COUNTS:
+        return int(value) if value >= 1 and value == int(value) else None
+    return float(value)
+
+
+def _read_file(path, problems):
+    """The settings object in a JSON file; {} with a problem noted when it is unusable."""
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            data = json.load(handle)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as error:
+        problems.append(f"{path}: not valid JSON ({error}); using the other settings")
+        return {}
+    if not isinstance(data, dict):
+        problems.append(f"{path}: must hold a JSON object; ignored")
+        return {}
+    for key in data:
+        if key not in _KNOWN_FILE_KEYS:
+            problems.append(f"{path}: unknown key {key!r} ignored")
+    return data
+
+
+def _find_project_file(cwd):
+    """The nearest .runaway-guard.json from cwd up to the repository root."""
+    if not cwd:
+        return None
+    directory = os.path.abspath(cwd)
+    for _ in range(64):
+        candidate = os.path.join(directory, PROJECT_FILE)
+        if os.path.isfile(candidate):
+            return candidate
+        if os.path.exists(os.path.join(directory, ".git")):
+            return None
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+    return None
+
+
+def _tighter(key, current, proposed):
+    if key in _CAPS:
+        if proposed == 0:
+            return current
+        return proposed if current == 0 else min(current, proposed)
+    return min(current, proposed)
+
+
+def load(cwd=None, environ=os.environ):
+    """The effective configuration for a call made in cwd."""
+    problems = []
+    values = dict(DEFAULTS)
+    sources = dict.fromkeys(DEFAULTS, "default")
+
+    user_path = user_config_path(environ)
+    user = _read_file(user_path, problems)
+    for key in DEFAULTS:
+        if key in user:
+            value = _number(key, user[key])
+            if value is None:
+                problems.append(f"{user_path}: {key}={user[key]!r} is not valid; ignored")
+            else:
+                values[key], sources[key] = value, "user"
+
+    for key in DEFAULTS:
+        raw = environ.get(PREFIX + key.upper())
+        if raw is None or raw == "":
+            continue
+        value = _number(key, raw)
+        if value is None:
+            problems.append(f"{PREFIX}{key.upper()}={raw!r} is not valid; ignored")
+        else:
+            values[key], sources[key] = value, "environment"
+
+    project_path = _find_project_file(cwd)
+    if project_path:
+        project = _read_file(project_path, problems)
+        for key in DEFAULTS:
+            if key not in project:
+                continue
+            value = _number(key, project[key])
+            if value is None:
+                problems.append(f"{project_path}: {key}={project[key]!r} is not valid; ignored")
+                continue
+            tighter = _tighter(key, values[key], value)
+            if tighter != values[key]:
+                values[key], sources[key] = tighter, "project"
+            elif value != values[key]:
+                problems.append(
+                    f"{project_path}: {key}={project[key]!r} would loosen the limit; "
+                    "a project file can only tighten"
+                )
+
+    state_dir = environ.get(PREFIX + "STATE_DIR") or user.get("state_dir")
+    if not isinstance(state_dir, str) or not state_dir:
+        state_dir = default_state_dir(environ)
+    off = environ.get(PREFIX + "OFF", "") == "1" or user.get("off") is True
+    return Config(values, os.path.expanduser(state_dir), off, problems, sources)

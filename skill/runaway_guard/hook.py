@@ -1,0 +1,145 @@
+"""One tool call through the guard: read what is new, update the ledger, decide, answer.
+
+host → detect → config → lock the session → read the transcripts' new bytes → ledger → wires
+→ write state → the host's answer (or nothing).
+"""
+
+import json
+import os
+import time
+
+from . import config, controls, hosts, ledger, wires
+from .transcripts import claude, codex, fingerprint
+
+MAX_INPUT = 16 << 20
+_READERS = {hosts.CLAUDE: claude, hosts.CODEX: codex}
+
+
+def run(data, environ):
+    """The answer line for one hook payload (bytes), or ''. May raise: the caller fails open."""
+    if len(data) > MAX_INPUT:
+        raise ValueError(f"hook input of {len(data)} bytes is too large to be a tool call")
+    payload = json.loads(data)
+    if not isinstance(payload, dict):
+        raise ValueError("hook input is not a JSON object")
+    host = hosts.detect(payload, environ)
+    if host not in _READERS:
+        return hosts.render(host, None)
+    call = hosts.Call(payload, host)
+    if not call.session_id:
+        return ""
+    settings = config.load(call.cwd, environ)
+    if settings.off:
+        return ""
+    with ledger.Ledger(settings.state_dir, host, call.session_id) as book:
+        return _decide(book, call, settings)
+
+
+def _decide(book, call, settings):
+    state = book.state
+    if call.tool_use_id and call.tool_use_id in state["answers"]:
+        return state["answers"][call.tool_use_id]  # the same call seen by a second install
+    state["cwd"] = call.cwd or state["cwd"]
+    if settings.problems and state.get("problems") != settings.problems:
+        state["problems"] = settings.problems
+    if call.prompt_id and call.prompt_id != state["prompt"]:
+        if state["prompt"] is not None:
+            for record in state["agents"].values():
+                ledger.reset_agent(record)  # a new prompt: the person decided to go on
+            state["blocked"] = None
+        state["prompt"] = call.prompt_id
+
+    has_transcript = _READERS[call.host].sync(book, call)
+    spent = state["spend"]["total"]
+    today = time.strftime("%Y-%m-%d")
+    session_key = f"{call.host}:{call.session_id}"
+    daily = ledger.daily_spend(
+        settings.state_dir, today, session_key, state["spend"]["day"].get(today, 0)
+    )
+    if state["off"]:
+        return ""
+
+    control = controls.classify(call, settings.state_dir, config.user_config_path())
+    if control == controls.STATUS:
+        decision = None
+    elif control == controls.LOOSEN:
+        decision = _loosen_decision(call)
+    else:
+        decision = _wires(book, call, settings, spent, daily)
+
+    call_hash = fingerprint([call.tool, call.tool_input])
+    if call.tool_use_id and has_transcript:
+        book.call(call.agent, call.tool_use_id, call_hash)
+    elif not has_transcript and not (decision and decision["kind"] in (hosts.DENY, hosts.STOP)):
+        book.complete_unseen(call.agent, call_hash)
+
+    if decision and decision["kind"] != hosts.TELL:
+        book.remember_refusal(call.agent, call.tool_use_id, decision["kind"] == hosts.ASK)
+        state["blocked"] = {
+            "wire": decision["wire"],
+            "agent": call.agent,
+            "reason": decision.get("person") or decision["model"],
+            "at": time.time(),
+        }
+    elif control != controls.STATUS:
+        state["blocked"] = None
+    answer = hosts.render(call.host, decision)
+    if call.tool_use_id:
+        answers = state["answers"]
+        answers[call.tool_use_id] = answer
+        while len(answers) > 64:
+            del answers[next(iter(answers))]
+    return answer
+
+
+def _wires(book, call, settings, spent, daily):
+    state = book.state
+    record = book.agent(call.agent)
+    call_hash = fingerprint([call.tool, call.tool_input])
+    cap = state["cap_usd"] if state["cap_usd"] is not None else settings.max_usd
+    status = status_command()
+    return wires.strongest(
+        [
+            wires.failure_wire(record, settings.max_failures),
+            wires.loop_wire(record, call_hash, settings.max_repeats),
+            wires.spend_wire(
+                wires.usd(spent),
+                cap,
+                settings.warn_at,
+                state["warned"],
+                "session",
+                call.tool,
+                f"{status} --raise-cap <USD>",
+            ),
+            wires.spend_wire(
+                wires.usd(daily),
+                settings.daily_usd,
+                settings.warn_at,
+                state["warned"],
+                "daily",
+                call.tool,
+                "set RUNAWAY_GUARD_DAILY_USD or daily_usd in ~/.config/runaway-guard/config.json",
+            ),
+        ]
+    )
+
+
+def _loosen_decision(call):
+    command = call.command or f"{status_command()} --raise-cap <USD>"
+    return {
+        "kind": hosts.ASK if call.host == hosts.CLAUDE else hosts.DENY,
+        "wire": "control",
+        "model": (
+            "runaway-guard: only the user can loosen the guard's limits. Do not retry; ask the "
+            f"user to run this in their own terminal if they want to: {command}"
+        ),
+        "person": (
+            "runaway-guard: the agent wants to loosen the guard's limits with: "
+            f"{command} — allow it only if you asked for this."
+        ),
+    }
+
+
+def status_command():
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "status.py")
+    return f"python3 '{script}'"

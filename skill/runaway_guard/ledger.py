@@ -1,0 +1,378 @@
+"""The session's ledger and state: what was spent, per response, and how each agent's calls went.
+
+Two files per session in the state dir, both private to the user:
+- `<id>.json`, small and rewritten atomically under a lock on every call: read cursors, spend
+  totals, the recent responses (whose usage can still grow), and the wires' counters;
+- `<id>.ledger`, append-only, one line per priced response (and per later correction): the
+  source of truth for spend. It is read only when a transcript was rewritten or the state was
+  lost, so that a re-read neither counts a response twice nor drops one counted before.
+Money is kept in integer picodollars so sums and corrections are exact.
+"""
+
+import json
+import os
+import re
+import time
+
+VERSION = 1
+RECENT = 256  # Responses whose usage may still be corrected by a later row of the same response.
+LOCK_WAIT = 10.0
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks; the guard still runs, unlocked.
+    fcntl = None
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def private_dir(path):
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    return path
+
+
+def safe_name(text):
+    """A file name for an id that came from outside: never a path, never hidden."""
+    name = _SAFE.sub("_", text)[:120].lstrip(".")
+    if name != text or not name:
+        import zlib
+
+        name = f"{name[:100]}-{zlib.crc32(text.encode('utf-8', 'replace')):08x}"
+    return name
+
+
+def write_atomic(path, data):
+    """Replace path with data in one step, so readers never see a torn file."""
+    temp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    os.replace(temp, path)
+
+
+def read_json(path):
+    """The JSON object in path, or None when it is missing or unusable."""
+    try:
+        with open(path, "rb") as handle:
+            data = json.loads(handle.read())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+class Lock:
+    """An exclusive lock on a file, waited for a bounded time (parallel calls run at once)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.fd = None
+
+    def __enter__(self):
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        if fcntl is None:
+            return self
+        deadline = time.monotonic() + LOCK_WAIT
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return self
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    os.close(self.fd)
+                    raise TimeoutError(f"lock busy: {self.path}") from None
+                time.sleep(0.003)
+
+    def __exit__(self, *exc):
+        os.close(self.fd)  # closing releases the lock
+
+
+def new_state(host, session_id):
+    return {
+        "v": VERSION,
+        "host": host,
+        "session_id": session_id,
+        "cwd": None,
+        "started": time.time(),
+        "seen": 0.0,
+        "files": {},
+        "spend": {"total": 0, "model": {}, "agent": {}, "day": {}},
+        "unpriced": [],
+        "recent": {},
+        "agents": {},
+        "denied": [],
+        "answers": {},
+        "prompt": None,
+        "blocked": None,
+        "cap_usd": None,
+        "off": False,
+        "warned": {},
+        "daily_written": {},
+    }
+
+
+def session_paths(state_dir, host, session_id):
+    folder = os.path.join(state_dir, "sessions", host)
+    base = os.path.join(folder, safe_name(session_id))
+    return folder, base
+
+
+class Ledger:
+    """One session's state, loaded under its lock. Use as a context manager."""
+
+    def __init__(self, state_dir, host, session_id):
+        self.state_dir = state_dir
+        self.host = host
+        self.session_id = session_id
+        folder, base = session_paths(state_dir, host, session_id)
+        self.folder = folder
+        self.state_path = base + ".json"
+        self.ledger_path = base + ".ledger"
+        self.lock = Lock(base + ".lock")
+        self.state = None
+        self.known = None  # the whole ledger, loaded only for a re-read
+        self._appended = []
+        self._pending_owner = {}
+
+    def __enter__(self):
+        private_dir(self.state_dir)
+        private_dir(self.folder)
+        self.lock.__enter__()
+        try:
+            self._load()
+        except BaseException:
+            self.lock.__exit__()
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            if exc_type is None:
+                self.save()
+            else:
+                # A state this call could not work with is rebuilt from the ledger next time.
+                try:
+                    os.remove(self.state_path)
+                except OSError:
+                    pass
+        finally:
+            self.lock.__exit__()
+
+    # -- loading and saving
+
+    def _load(self):
+        state = read_json(self.state_path)
+        if state is None or state.get("v") != VERSION or not _well_formed(state):
+            state = self._rebuild()
+        self.state = state
+        for agent, record in state["agents"].items():
+            for tool_use_id, _ in record["pending"]:
+                self._pending_owner[tool_use_id] = agent
+
+    def _rebuild(self):
+        """A fresh state whose spend is the ledger's, with every transcript to be re-read."""
+        state = new_state(self.host, self.session_id)
+        self.state = state
+        if os.path.exists(self.ledger_path):
+            self.load_known()
+            for key, entry in self.known.items():
+                self._book(entry, 1)
+                state["recent"].pop(key, None)
+        return state
+
+    def load_known(self):
+        """Every response the ledger has counted, last correction wins; for re-reads."""
+        if self.known is not None:
+            return
+        known = {}
+        try:
+            with open(self.ledger_path, "rb") as handle:
+                for line in handle:
+                    try:
+                        entry = json.loads(line)
+                    except ValueError:
+                        continue
+                    if _valid_entry(entry):
+                        known[entry[0]] = entry
+        except OSError:
+            pass
+        self.known = known
+
+    def save(self):
+        state = self.state
+        state["seen"] = time.time()
+        if self._appended:
+            fd = os.open(self.ledger_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            try:
+                os.write(fd, "".join(self._appended).encode())
+            finally:
+                os.close(fd)
+            self._appended = []
+        write_atomic(self.state_path, json.dumps(state, separators=(",", ":")).encode())
+
+    # -- spend
+
+    def usage(self, key, agent, model, pusd, known_model, out, day):
+        """Count one API response, or correct it when a later row carries more output."""
+        recent = self.state["recent"]
+        old = recent.get(key)
+        if old is None and self.known is not None:
+            old = self.known.get(key)
+        if old is not None:
+            if (out, pusd) <= (old[2], old[1]):
+                return  # an earlier row of a response already counted
+            self._book(old, -1)
+        entry = [key, pusd, out, model, agent, day]
+        self._book(entry, 1)
+        if self.known is not None:
+            self.known[key] = entry
+        recent.pop(key, None)
+        recent[key] = entry
+        if len(recent) > RECENT:
+            del recent[next(iter(recent))]
+        self._appended.append(json.dumps(entry, separators=(",", ":")) + "\n")
+        if not known_model and model not in self.state["unpriced"]:
+            self.state["unpriced"].append(model)
+
+    def _book(self, entry, sign):
+        _, pusd, _, model, agent, day = entry
+        spend = self.state["spend"]
+        spend["total"] += sign * pusd
+        for bucket, name in (("model", model), ("agent", agent), ("day", day)):
+            totals = spend[bucket]
+            totals[name] = totals.get(name, 0) + sign * pusd
+            if not totals[name]:
+                del totals[name]
+
+    # -- calls and their outcomes
+
+    def agent(self, name):
+        agents = self.state["agents"]
+        record = agents.get(name)
+        if record is None:
+            record = agents[name] = {"fails": 0, "hist": [], "pending": [], "ref": {}, "asked": []}
+        return record
+
+    def waiting_for(self, raw):
+        """Whether a raw line may hold the outcome of a call the wires are waiting for."""
+        return any(tool_use_id.encode() in raw for tool_use_id in self._pending_owner)
+
+    def call(self, agent, tool_use_id, call_hash):
+        """Remember a call until its outcome shows up in the transcript."""
+        record = self.agent(agent)
+        if any(pending_hash == call_hash for _, pending_hash in record["pending"]):
+            return False  # a parallel copy of a call still running: counted once
+        record["pending"].append([tool_use_id, call_hash])
+        self._pending_owner[tool_use_id] = agent
+        del record["pending"][:-64]
+        return True
+
+    def result(self, tool_use_id, status, outcome):
+        """An outcome read from a transcript: 'ok', 'fail' or 'reset' (a person stepped in)."""
+        agent = self._pending_owner.pop(tool_use_id, None)
+        if agent is None:
+            return
+        record = self.state["agents"][agent]
+        call_hash = None
+        for index, (pending_id, pending_hash) in enumerate(record["pending"]):
+            if pending_id == tool_use_id:
+                call_hash = pending_hash
+                del record["pending"][index]
+                break
+        if tool_use_id in self.state["denied"]:
+            return  # the guard's own refusal: the call never ran
+        if tool_use_id in record["asked"]:
+            status_before = "reset"  # the person approved a call the guard asked about
+            record["asked"].remove(tool_use_id)
+        else:
+            status_before = None
+        if status == "reset" or status_before == "reset":
+            reset_agent(record)
+            if status == "reset":
+                return
+        record["fails"] = record["fails"] + 1 if status == "fail" else 0
+        record["hist"].append([call_hash, outcome])
+        del record["hist"][:-24]
+
+    def complete_unseen(self, agent, call_hash):
+        """With no transcript to read, a call is its own outcome: the loop wire still works."""
+        record = self.agent(agent)
+        record["hist"].append([call_hash, None])
+        del record["hist"][:-24]
+
+    def remember_refusal(self, agent, tool_use_id, asked):
+        """A call the guard refused never ran; one it asked about ran only if the person agreed."""
+        if not tool_use_id:
+            return
+        if asked:
+            asked_ids = self.agent(agent)["asked"]
+            asked_ids.append(tool_use_id)
+            del asked_ids[:-16]
+        else:
+            denied = self.state["denied"]
+            denied.append(tool_use_id)
+            del denied[:-256]
+
+
+def reset_agent(record):
+    record["fails"] = 0
+    record["hist"] = []
+    record["ref"] = {}
+
+
+def _valid_entry(entry):
+    return (
+        isinstance(entry, list)
+        and len(entry) == 6
+        and isinstance(entry[0], str)
+        and isinstance(entry[1], int)
+        and isinstance(entry[2], int)
+        and all(isinstance(item, str) for item in entry[3:])
+    )
+
+
+def _well_formed(state):
+    """Cheap shape check: a state written by another version or damaged is rebuilt."""
+    try:
+        spend = state["spend"]
+        return (
+            isinstance(state["files"], dict)
+            and isinstance(spend["total"], int)
+            and all(isinstance(spend[key], dict) for key in ("model", "agent", "day"))
+            and isinstance(state["recent"], dict)
+            and isinstance(state["agents"], dict)
+            and all(
+                isinstance(record, dict)
+                and isinstance(record.get("pending"), list)
+                and isinstance(record.get("hist"), list)
+                for record in state["agents"].values()
+            )
+            and isinstance(state["denied"], list)
+            and isinstance(state["answers"], dict)
+        )
+    except (KeyError, TypeError):
+        return False
+
+
+def daily_path(state_dir, day):
+    return os.path.join(state_dir, "daily", f"{day}.json")
+
+
+def daily_spend(state_dir, day, session_key=None, session_pusd=None):
+    """All sessions' spend on day, in picodollars; first records this session's share if given.
+
+    One small file per day maps each session to its spend that day, so a daily cap spans every
+    session of both hosts without reading anyone else's transcripts.
+    """
+    path = daily_path(state_dir, day)
+    if session_key is None:
+        shares = read_json(path) or {}
+    else:
+        private_dir(os.path.dirname(path))
+        with Lock(path + ".lock"):
+            shares = read_json(path) or {}
+            if shares.get(session_key) != session_pusd:
+                shares[session_key] = session_pusd
+                write_atomic(path, json.dumps(shares, separators=(",", ":")).encode())
+    return sum(value for value in shares.values() if isinstance(value, int))

@@ -1,0 +1,64 @@
+"""Transcript readers: each host's session files, read incrementally, fed into the ledger.
+
+Both readers share one shape: find the session's files (main thread and subagents), read what
+was appended since the last call, and report priced responses and tool outcomes to the ledger.
+Only lines that can matter are parsed: a cheap byte test comes before any JSON decoding.
+"""
+
+import json
+import time
+import zlib
+
+from .. import tail
+
+_day_cache = {}
+
+
+def local_day(timestamp):
+    """The local calendar day of an ISO-8601 UTC timestamp ('' when unreadable)."""
+    if not isinstance(timestamp, str) or len(timestamp) < 13:
+        return time.strftime("%Y-%m-%d")
+    hour = timestamp[:13]
+    day = _day_cache.get(hour)
+    if day is None:
+        try:
+            year, month, mday = int(hour[0:4]), int(hour[5:7]), int(hour[8:10])
+            epoch = _days_from_civil(year, month, mday) * 86400 + int(hour[11:13]) * 3600
+            day = time.strftime("%Y-%m-%d", time.localtime(epoch))
+        except (ValueError, OverflowError, OSError):
+            day = time.strftime("%Y-%m-%d")
+        _day_cache[hour] = day
+    return day
+
+
+def _days_from_civil(year, month, day):
+    """Days since 1970-01-01 of a proleptic Gregorian date (avoids importing datetime)."""
+    year -= month <= 2
+    era = year // 400
+    yoe = year - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def fingerprint(value):
+    """A short stable hash of any JSON value: the guard keeps hashes, never transcript text."""
+    if not isinstance(value, (bytes, str)):
+        value = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    if isinstance(value, str):
+        value = value.encode("utf-8", "replace")
+    return f"{zlib.crc32(value):08x}{zlib.adler32(value):08x}"
+
+
+def read_file(ledger, path, entry, on_line):
+    """Read what path gained since entry's cursor; a rewritten file is re-read whole."""
+    tail.read_new(path, entry, on_line, ledger.load_known)
+
+
+def number(value):
+    """A token count from outside data: a non-negative int, else 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return 0
+    if value < 0 or value == float("inf"):
+        return 0
+    return int(value)

@@ -1,0 +1,213 @@
+"""Codex rollouts: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`, one file per thread.
+
+Each subagent writes its own rollout whose `session_meta.session_id` is the root session's id,
+so the session's spend is the root file plus every file naming that root. Usage comes from
+`token_usage_record` lines (one per response; newer builds), else from the advances of the
+cumulative `token_count` totals. The model comes from `turn_context` and is carried from one
+read to the next.
+"""
+
+import json
+import os
+
+from .. import pricing
+from . import fingerprint, local_day, number, read_file
+
+_USAGE_FIELDS = (
+    "input_tokens",
+    "cached_input_tokens",
+    "cache_write_input_tokens",
+    "output_tokens",
+    "reasoning_output_tokens",
+    "total_tokens",
+)
+_VOLATILE = ("Chunk ID:", "Wall time:", "Original token count:")
+_BLOCKED = ("Command blocked by PreToolUse hook:", "Tool call blocked by PreToolUse hook:")
+_TOOL_ERRORS = ("unsupported call:", "write_stdin failed:", "unable to locate")
+
+
+def sync(ledger, call):
+    """Bring the ledger up to date with the session's rollouts; False when there is none."""
+    path = call.transcript_path
+    if not path or not call.session_id:
+        return False
+    files = ledger.state["files"]
+    if path not in files:
+        files[path] = {"agent": call.agent}
+    targets = [path]
+    targets.extend(_subagent_rollouts(ledger, os.path.dirname(path), call.session_id))
+    for target in targets:
+        entry = files[target]
+        if entry.get("foreign"):
+            continue
+        reader = _Reader(ledger, entry, call.session_id)
+        try:
+            read_file(ledger, target, entry, reader.line)
+        except FileNotFoundError:
+            if target != path:
+                del files[target]
+    return True
+
+
+def _subagent_rollouts(ledger, folder, root_id):
+    """Rollouts in the folder that belong to this session, looked for when the folder changed."""
+    files = ledger.state["files"]
+    seen = ledger.state.setdefault("folders", {})
+    try:
+        stamp = os.stat(folder).st_mtime_ns
+    except OSError:
+        return [p for p in files if os.path.dirname(p) == folder and not files[p].get("foreign")]
+    if seen.get(folder) != stamp:
+        seen[folder] = stamp
+        started = ledger.state.get("started", 0) - 120
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            entries = []
+        for item in entries:
+            if item.path in files or not item.name.startswith("rollout-"):
+                continue
+            try:
+                if item.stat().st_mtime < started:
+                    continue
+            except OSError:
+                continue
+            meta = _session_meta(item.path)
+            if meta and meta.get("session_id") == root_id:
+                agent = "main" if meta.get("id") == root_id else str(meta.get("id"))
+                files[item.path] = {"agent": agent}
+            else:
+                files[item.path] = {"foreign": True}
+    return [p for p in files if os.path.dirname(p) == folder and not files[p].get("foreign")]
+
+
+def _session_meta(path):
+    try:
+        with open(path, "rb") as handle:
+            record = json.loads(handle.readline(1 << 20))
+    except (OSError, ValueError):
+        return None
+    if isinstance(record, dict) and record.get("type") == "session_meta":
+        payload = record.get("payload")
+        return payload if isinstance(payload, dict) else None
+    return None
+
+
+def _usage(raw):
+    raw = raw if isinstance(raw, dict) else {}
+    return {field: number(raw.get(field)) for field in _USAGE_FIELDS}
+
+
+def _output_text(output):
+    if isinstance(output, str):
+        return output
+    return json.dumps(output, sort_keys=True, default=str)
+
+
+def outcome(text):
+    """('ok' | 'fail', fingerprint) of a tool output, ignoring its per-run header lines."""
+    lines = [line for line in text.split("\n") if not line.startswith(_VOLATILE)]
+    status = "ok"
+    for line in lines[:8]:
+        for marker in ("Process exited with code ", "Exit code: ", "Exit code "):
+            if line.startswith(marker):
+                code = line[len(marker) :].strip()
+                status = "ok" if code == "0" else "fail"
+    if text.startswith(_BLOCKED) or text.startswith(_TOOL_ERRORS):
+        status = "fail"
+    return status, fingerprint("\n".join(lines))
+
+
+class _Reader:
+    def __init__(self, ledger, entry, root_id):
+        self.ledger = ledger
+        self.entry = entry
+        self.root_id = root_id
+
+    def line(self, raw):
+        if b'"token_usage_record"' in raw:
+            handler = self._usage_record
+        elif b'"token_count"' in raw:
+            if self.entry.get("records"):
+                return
+            handler = self._token_count
+        elif b'"turn_context"' in raw or b'"thread_settings_applied"' in raw:
+            handler = self._settings
+        elif b'"session_meta"' in raw:
+            if "thread" in self.entry:
+                return  # a fork's copy of its parent's meta
+            handler = self._meta
+        elif b"_output" in raw and self.ledger.waiting_for(raw):
+            handler = self._output
+        else:
+            return
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            return
+        if isinstance(record, dict) and isinstance(record.get("payload"), dict):
+            handler(record, record["payload"])
+
+    def _meta(self, record, payload):
+        if record.get("type") == "session_meta" and isinstance(payload.get("id"), str):
+            self.entry["thread"] = payload["id"]
+
+    def _settings(self, record, payload):
+        settings = payload.get("thread_settings")
+        source = settings if isinstance(settings, dict) else payload
+        if isinstance(source.get("model"), str):
+            self.entry["model"] = source["model"]
+        if isinstance(source.get("service_tier"), str):
+            self.entry["tier"] = source["service_tier"]
+
+    def _price(self, key, usage, timestamp):
+        model = self.entry.get("model") or "gpt-unknown"
+        pusd, known = pricing.codex_cost(model, usage, self.entry.get("tier"))
+        self.ledger.usage(
+            key,
+            self.entry["agent"],
+            model,
+            pusd,
+            known,
+            usage["output_tokens"],
+            local_day(timestamp),
+        )
+
+    def _usage_record(self, record, payload):
+        if record.get("type") != "token_usage_record":
+            return
+        thread = payload.get("thread_id")
+        own = self.entry.get("thread")
+        if not isinstance(thread, str) or (own and thread != own):
+            return  # a copy of another thread's record
+        response = payload.get("response_id")
+        if not isinstance(response, str):
+            return
+        self.entry["records"] = True
+        self._price(f"{thread}:{response}", _usage(payload.get("usage")), record.get("timestamp"))
+
+    def _token_count(self, record, payload):
+        if payload.get("type") != "token_count" or not isinstance(payload.get("info"), dict):
+            return
+        info = payload["info"]
+        total = _usage(info.get("total_token_usage"))
+        last = self.entry.get("total")
+        if last and total["total_tokens"] == last["total_tokens"] and total == last:
+            return  # a re-emit with unchanged totals
+        if last and all(total[f] >= last[f] for f in _USAGE_FIELDS):
+            usage = {f: total[f] - last[f] for f in _USAGE_FIELDS}
+        else:
+            usage = _usage(info.get("last_token_usage")) if last else total
+        self.entry["total"] = total
+        thread = self.entry.get("thread") or "?"
+        self._price(f"{thread}:t{total['total_tokens']}:{total['output_tokens']}", usage,
+                    record.get("timestamp"))
+
+    def _output(self, record, payload):
+        if payload.get("type") not in ("function_call_output", "custom_tool_call_output"):
+            return
+        call_id = payload.get("call_id")
+        if not isinstance(call_id, str):
+            return
+        status, digest = outcome(_output_text(payload.get("output")))
+        self.ledger.result(call_id, status, digest)

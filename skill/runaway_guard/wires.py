@@ -1,0 +1,175 @@
+"""The wires: failure runs, loops and spend, each escalating on a ladder.
+
+Per agent (the main thread or one subagent): tell the model when a wire is one step from firing;
+at the threshold refuse the call with a reason that says what to do instead; if the agent goes on
+regardless, hand the call to the person (`ask`), then end the turn. Spend is per session and per
+day: a warning at a share of the cap (no new subagents from then on), at the cap the call is
+refused and the turn ended. references/how-it-decides.md says the same for people.
+"""
+
+from .hosts import ASK, DENY, SPAWN_TOOLS, STOP, STRENGTH, TELL
+
+PICO = 10**12
+LOOP_PERIODS = (1, 2, 3, 4)
+
+
+def usd(picodollars):
+    return picodollars / PICO
+
+
+def money(value):
+    return f"${value:,.2f}"
+
+
+def loop_repeats(hist, call_hash):
+    """How many times the latest pattern of calls repeated, if the new call continues it.
+
+    hist holds [call hash, outcome hash] pairs of finished calls. A pattern is one call, or a
+    cycle of up to four, repeated with the same outcomes each time: a call whose result keeps
+    changing (polling, re-running tests after an edit) breaks the pattern and is progress.
+    """
+    best = 0
+    size = len(hist)
+    for period in LOOP_PERIODS:
+        if size < period or hist[size - period][0] != call_hash:
+            continue
+        run = period
+        while run < size and hist[size - 1 - run] == hist[size - 1 - run + period]:
+            run += 1
+        best = max(best, run // period)
+    return best
+
+
+def _ladder(record, wire, firing):
+    """The rung of a firing wire: refuse, then ask the person, then end the turn."""
+    refs = record.setdefault("ref", {})
+    if not firing:
+        refs.pop(wire, None)
+        return None
+    count = refs.get(wire, 0)
+    refs[wire] = count + 1
+    return DENY if count == 0 else ASK if count == 1 else STOP
+
+
+def failure_wire(record, limit):
+    fails = record["fails"]
+    kind = _ladder(record, "failure", fails >= limit)
+    if kind:
+        return {
+            "kind": kind,
+            "wire": "failure",
+            "model": (
+                f"runaway-guard: {fails} tool calls in a row have failed. Stop retrying. "
+                "Read the last error, say what is blocking you, and change approach or ask "
+                "the user for help instead of trying again."
+            ),
+            "person": (
+                f"runaway-guard: this agent's last {fails} tool calls failed in a row "
+                f"(limit {limit})."
+            ),
+        }
+    if fails == limit - 1 and fails > 0:
+        return {
+            "kind": TELL,
+            "wire": "failure",
+            "model": (
+                f"runaway-guard: {fails} tool calls in a row have failed. One more failure and "
+                "further calls will be refused. Step back and rethink the approach."
+            ),
+        }
+    return None
+
+
+def loop_wire(record, call_hash, limit):
+    repeats = loop_repeats(record["hist"], call_hash)
+    kind = _ladder(record, "loop", repeats >= limit)
+    if kind:
+        return {
+            "kind": kind,
+            "wire": "loop",
+            "model": (
+                f"runaway-guard: this exact call already ran {repeats} times with the same "
+                "result; running it again will not change anything. Do something different: "
+                "change the input, try another approach, or ask the user."
+            ),
+            "person": (
+                f"runaway-guard: the agent is repeating the same call with the same result "
+                f"({repeats} times, limit {limit})."
+            ),
+        }
+    if repeats == limit - 1 and repeats > 0:
+        return {
+            "kind": TELL,
+            "wire": "loop",
+            "model": (
+                f"runaway-guard: this exact call already ran {repeats} times with the same "
+                "result. Repeating it again will be refused; try something different."
+            ),
+        }
+    return None
+
+
+def spend_wire(spent, cap, warn_at, warned, scope, tool, how_to_raise):
+    """Spend against a cap (session or day); warned remembers the cap already warned about."""
+    if cap <= 0:
+        return None
+    name = "session" if scope == "session" else "daily"
+    if spent >= cap:
+        return {
+            "kind": STOP,
+            "wire": scope,
+            "model": (
+                f"runaway-guard: the {name} spend cap is reached ({money(spent)} of "
+                f"{money(cap)}). Stop now and tell the user; only they can raise the cap."
+            ),
+            "person": (
+                f"runaway-guard stopped the agent: {name} spend {money(spent)} reached its cap "
+                f"of {money(cap)}. To go on, raise it: {how_to_raise}"
+            ),
+        }
+    if spent < warn_at * cap:
+        return None
+    if tool in SPAWN_TOOLS:
+        return {
+            "kind": DENY,
+            "wire": scope,
+            "model": (
+                f"runaway-guard: {money(spent)} of the {money(cap)} {name} cap is spent; no new "
+                "subagents from here on. Finish the work in this thread or stop and report."
+            ),
+            "person": f"runaway-guard refused a new subagent: {name} spend {money(spent)} "
+            f"of {money(cap)}.",
+        }
+    if warned.get(scope) == cap:
+        return None
+    warned[scope] = cap
+    remaining = cap - spent
+    return {
+        "kind": TELL,
+        "wire": scope,
+        "model": (
+            f"runaway-guard: {money(spent)} of the {money(cap)} {name} cap is spent, "
+            f"{money(remaining)} left. Wrap up: finish the current step, avoid new subagents "
+            "and large reads."
+        ),
+        "person": (
+            f"runaway-guard: {name} spend {money(spent)} of {money(cap)} "
+            f"({spent / cap:.0%}); {money(remaining)} left."
+        ),
+    }
+
+
+def strongest(decisions):
+    """One decision for the call: the strongest rung wins; tells are merged."""
+    decisions = [decision for decision in decisions if decision]
+    if not decisions:
+        return None
+    top = max(decisions, key=lambda decision: STRENGTH[decision["kind"]])
+    if top["kind"] == TELL:
+        return {
+            "kind": TELL,
+            "wire": top["wire"],
+            "model": " ".join(d["model"] for d in decisions if d.get("model")),
+            "person": " ".join(d["person"] for d in decisions if d.get("person")),
+        }
+    return top
