@@ -48,7 +48,9 @@ def _plain_status(command):
     if any(mark in command for mark in _CHAINING):
         return False
     words = command.split()
-    script = [index for index, word in enumerate(words) if word.strip("'\"").endswith(STATUS_SCRIPT)]
+    script = [
+        index for index, word in enumerate(words) if word.strip("'\"").endswith(STATUS_SCRIPT)
+    ]
     if len(script) != 1:
         return False
     before, after = words[: script[0]], words[script[0] + 1 :]

@@ -74,7 +74,8 @@ def _decide(book, call, settings):
         book.complete_unseen(call.agent, call_hash)
 
     if decision and decision["kind"] != hosts.TELL:
-        book.remember_refusal(call.agent, call.tool_use_id, decision["kind"] == hosts.ASK)
+        asked = decision["kind"] == hosts.ASK and call.host == hosts.CLAUDE
+        book.remember_refusal(call.agent, call.tool_use_id, asked)
         state["blocked"] = {
             "wire": decision["wire"],
             "agent": call.agent,

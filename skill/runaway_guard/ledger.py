@@ -269,7 +269,8 @@ class Ledger:
         return True
 
     def result(self, tool_use_id, status, outcome):
-        """An outcome read from a transcript: 'ok', 'fail' or 'reset' (a person stepped in)."""
+        """An outcome read from a transcript: 'ok', 'fail', 'reset' (a person stepped in) or
+        'guard' (a refusal by this guard, possibly installed twice)."""
         agent = self._pending_owner.pop(tool_use_id, None)
         if agent is None:
             return
@@ -280,17 +281,14 @@ class Ledger:
                 call_hash = pending_hash
                 del record["pending"][index]
                 break
-        if tool_use_id in self.state["denied"]:
+        if status == "guard" or tool_use_id in self.state["denied"]:
             return  # the guard's own refusal: the call never ran
         if tool_use_id in record["asked"]:
-            status_before = "reset"  # the person approved a call the guard asked about
             record["asked"].remove(tool_use_id)
-        else:
-            status_before = None
-        if status == "reset" or status_before == "reset":
+            reset_agent(record)  # the person approved a call the guard asked about
+        if status == "reset":
             reset_agent(record)
-            if status == "reset":
-                return
+            return
         record["fails"] = record["fails"] + 1 if status == "fail" else 0
         record["hist"].append([call_hash, outcome])
         del record["hist"][:-24]

@@ -23,5 +23,5 @@ def append(state_dir, kind, text):
             os.write(fd, line.encode("utf-8", "replace"))
         finally:
             os.close(fd)
-    except Exception:  # noqa: BLE001 - the log is best effort by design
+    except Exception:
         pass

@@ -11,6 +11,9 @@ import zlib
 
 from .. import tail
 
+# Every reason the guard gives starts with this: its refusals are recognised in any transcript.
+GUARD_MARK = "runaway-guard:"
+
 _day_cache = {}
 
 

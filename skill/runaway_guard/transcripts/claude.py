@@ -11,7 +11,7 @@ import json
 import os
 
 from .. import pricing
-from . import fingerprint, local_day, number, read_file
+from . import GUARD_MARK, fingerprint, local_day, number, read_file
 
 _REJECTED = (
     "The user doesn't want to proceed",
@@ -83,10 +83,9 @@ def _sibling_files(folder, session_id, files):
         if not name.endswith(".jsonl"):
             continue
         path = os.path.join(folder, name)
-        if path not in files:
-            if _first_session_id(path) != session_id:
-                files[path] = {"foreign": True}
-                continue
+        if path not in files and _first_session_id(path) != session_id:
+            files[path] = {"foreign": True}
+            continue
         found.append((path, name[6:-6]))
     return found
 
@@ -119,9 +118,7 @@ class _Reader:
         self.agent = entry["agent"]
 
     def line(self, raw):
-        wanted = b'"usage"' in raw or (
-            b'"tool_result"' in raw and self.ledger.waiting_for(raw)
-        )
+        wanted = b'"usage"' in raw or (b'"tool_result"' in raw and self.ledger.waiting_for(raw))
         if not wanted and b'"version"' in raw and "ver" not in self.entry:
             wanted = True
         if not wanted:
@@ -174,7 +171,12 @@ class _Reader:
             body = block.get("content")
             if block.get("is_error") is True:
                 text = _result_text(body)
-                status = "reset" if text.startswith(_REJECTED) else "fail"
+                if text.startswith(_REJECTED):
+                    status = "reset"
+                elif GUARD_MARK in text:
+                    status = "guard"
+                else:
+                    status = "fail"
             else:
                 status = "ok"
             self.ledger.result(tool_use_id, status, fingerprint(body))

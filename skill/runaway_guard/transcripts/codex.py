@@ -11,7 +11,7 @@ import json
 import os
 
 from .. import pricing
-from . import fingerprint, local_day, number, read_file
+from . import GUARD_MARK, fingerprint, local_day, number, read_file
 
 _USAGE_FIELDS = (
     "input_tokens",
@@ -113,7 +113,9 @@ def outcome(text):
             if line.startswith(marker):
                 code = line[len(marker) :].strip()
                 status = "ok" if code == "0" else "fail"
-    if text.startswith(_BLOCKED) or text.startswith(_TOOL_ERRORS):
+    if text.startswith(_BLOCKED):
+        status = "guard" if GUARD_MARK in text else "fail"
+    elif text.startswith(_TOOL_ERRORS):
         status = "fail"
     return status, fingerprint("\n".join(lines))
 
@@ -200,8 +202,11 @@ class _Reader:
             usage = _usage(info.get("last_token_usage")) if last else total
         self.entry["total"] = total
         thread = self.entry.get("thread") or "?"
-        self._price(f"{thread}:t{total['total_tokens']}:{total['output_tokens']}", usage,
-                    record.get("timestamp"))
+        self._price(
+            f"{thread}:t{total['total_tokens']}:{total['output_tokens']}",
+            usage,
+            record.get("timestamp"),
+        )
 
     def _output(self, record, payload):
         if payload.get("type") not in ("function_call_output", "custom_tool_call_output"):

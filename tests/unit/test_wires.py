@@ -1,0 +1,244 @@
+"""The failure and loop wires, end to end through the guard, on Claude Code and Codex."""
+
+import json
+
+from claude_records import assistant, pre_tool_use, result
+from conftest import jsonl
+from runaway_guard.wires import loop_repeats
+
+
+def decision(answer):
+    if answer is None:
+        return None
+    specific = answer.get("hookSpecificOutput", {})
+    if answer.get("continue") is False:
+        return "stop"
+    return specific.get("permissionDecision") or (
+        "tell" if "additionalContext" in specific else None
+    )
+
+
+def claude_calls(guard_env, transcript, calls, prefix="t"):
+    """Run calls [(tool, input, result_text, is_error)] one after another; the answers."""
+    answers = []
+    for index, (tool, tool_input, text, error) in enumerate(calls):
+        tool_use_id = f"{prefix}{index}"
+        jsonl(transcript, [assistant(f"m{prefix}{index}", tool=(tool_use_id, tool, tool_input))])
+        answer = guard_env.answer(pre_tool_use(transcript, tool_use_id, tool, tool_input))
+        answers.append(decision(answer))
+        if answer and decision(answer) in ("deny", "ask", "stop"):
+            # print mode turns ask into a denial; the model sees the reason
+            text, error = answer["hookSpecificOutput"]["permissionDecisionReason"], True
+        jsonl(transcript, [result(tool_use_id, text, error)])
+    return answers
+
+
+def test_failure_wire_fires_at_threshold_then_climbs_the_ladder(guard_env, tmp_path):
+    transcript = tmp_path / "p" / "s1.jsonl"
+    calls = [
+        ("Bash", {"command": f"make target{i}"}, f"Exit code 2\nno rule {i}", True)
+        for i in range(9)
+    ]
+    answers = claude_calls(guard_env, transcript, calls)
+    # 4 failures: told; 5: refused; refused again: asked; then the turn is ended.
+    assert answers == [None, None, None, None, "tell", "deny", "ask", "stop", "stop"]
+
+
+def test_failure_run_is_broken_by_a_success(guard_env, tmp_path):
+    transcript = tmp_path / "p" / "s1.jsonl"
+    calls = []
+    for i in range(12):
+        ok = i % 4 == 3
+        calls.append(("Bash", {"command": f"step {i}"}, "fine" if ok else "Exit code 1", not ok))
+    assert set(claude_calls(guard_env, transcript, calls)) == {None}
+
+
+def test_user_rejection_ends_the_run(guard_env, tmp_path):
+    transcript = tmp_path / "p" / "s1.jsonl"
+    calls = [("Bash", {"command": f"c{i}"}, "Exit code 1", True) for i in range(4)]
+    calls.append(
+        (
+            "Bash",
+            {"command": "rm -rf build"},
+            "The user doesn't want to proceed with this tool use.",
+            True,
+        )
+    )
+    calls += [("Bash", {"command": f"d{i}"}, "Exit code 1", True) for i in range(3)]
+    answers = claude_calls(guard_env, transcript, calls)
+    assert answers == [None, None, None, None, "tell", None, None, None]
+
+
+def test_loop_wire_same_call_same_result(guard_env, tmp_path):
+    transcript = tmp_path / "p" / "s1.jsonl"
+    calls = [("Read", {"file_path": "/x/a.py"}, "same content", False)] * 8
+    answers = claude_calls(guard_env, transcript, calls)
+    assert answers == [None, None, None, None, "tell", "deny", "ask", "stop"]
+
+
+def test_loop_wire_cycle_of_two(guard_env, tmp_path):
+    transcript = tmp_path / "p" / "s1.jsonl"
+    a = ("Bash", {"command": "git stash"}, "Saved", False)
+    b = ("Bash", {"command": "git stash pop"}, "Restored", False)
+    answers = claude_calls(guard_env, transcript, [a, b] * 6)
+    assert "deny" in answers
+    assert answers.index("deny") == 10  # five full cycles ran first
+
+
+def test_polling_with_changing_output_is_progress(guard_env, tmp_path):
+    transcript = tmp_path / "p" / "s1.jsonl"
+    calls = [("Bash", {"command": "gh run view 42"}, f"in progress {i}%", False) for i in range(20)]
+    assert set(claude_calls(guard_env, transcript, calls)) == {None}
+
+
+def test_edit_and_retest_cycles_are_progress(guard_env, tmp_path):
+    transcript = tmp_path / "p" / "s1.jsonl"
+    calls = []
+    for i in range(10):
+        calls.append(
+            (
+                "Edit",
+                {"file_path": "/x/a.py", "old_string": f"v{i}", "new_string": f"v{i + 1}"},
+                "ok",
+                False,
+            )
+        )
+        calls.append(("Bash", {"command": "pytest -x"}, f"Exit code 1\n{10 - i} failed", True))
+    assert set(claude_calls(guard_env, transcript, calls)) == {None}
+
+
+def test_parallel_identical_reads_count_once(guard_env, tmp_path):
+    transcript = tmp_path / "p" / "s1.jsonl"
+    answers = []
+    for turn in range(4):
+        ids = [f"p{turn}_{k}" for k in range(3)]
+        jsonl(
+            transcript,
+            [assistant(f"mp{turn}", tool=(i, "Read", {"file_path": "/x/a.py"})) for i in ids],
+        )
+        for tool_use_id in ids:  # three hooks fire before any result is written
+            answers.append(
+                decision(
+                    guard_env.answer(
+                        pre_tool_use(transcript, tool_use_id, "Read", {"file_path": "/x/a.py"})
+                    )
+                )
+            )
+        jsonl(transcript, [result(i, "same content") for i in ids])
+    # four turns of three parallel reads = four repeats, not twelve
+    assert "deny" not in answers
+
+
+def test_codex_refusals_are_plain_denies(guard_env, tmp_path):
+    rollout = tmp_path / "sessions" / "rollout-1.jsonl"
+    jsonl(
+        rollout,
+        [
+            {
+                "timestamp": "2026-11-30T10:00:00Z",
+                "type": "session_meta",
+                "payload": {"id": "root", "session_id": "root"},
+            },
+            {
+                "timestamp": "2026-11-30T10:00:00Z",
+                "type": "turn_context",
+                "payload": {"model": "gpt-5.5"},
+            },
+        ],
+    )
+    answers = []
+    for i in range(8):
+        call_id = f"call_{i}"
+        jsonl(
+            rollout,
+            [
+                {
+                    "type": "response_item",
+                    "payload": {
+                        "type": "function_call",
+                        "name": "exec_command",
+                        "call_id": call_id,
+                    },
+                }
+            ],
+        )
+        line = guard_env.run(
+            {
+                "session_id": "root",
+                "turn_id": "turn1",
+                "transcript_path": str(rollout),
+                "cwd": "/tmp",
+                "hook_event_name": "PreToolUse",
+                "model": "gpt-5.5",
+                "tool_name": "Bash",
+                "tool_input": {"command": f"cargo build -p crate{i}"},
+                "tool_use_id": call_id,
+            }
+        )
+        answers.append(json.loads(line) if line else None)
+        blocked = (
+            answers[-1] and answers[-1]["hookSpecificOutput"].get("permissionDecision") == "deny"
+        )
+        output = (
+            "Command blocked by PreToolUse hook: x"
+            if blocked
+            else f"Chunk ID: {i}\nWall time: 0.{i} seconds\n"
+            f"Process exited with code 101\nOutput:\nerror {i}"
+        )
+        jsonl(
+            rollout,
+            [
+                {
+                    "type": "response_item",
+                    "payload": {
+                        "type": "function_call_output",
+                        "call_id": call_id,
+                        "output": output,
+                    },
+                }
+            ],
+        )
+    refusals = [a for a in answers if a and a["hookSpecificOutput"].get("permissionDecision")]
+    assert len(refusals) == 3
+    for refusal in refusals:
+        assert set(refusal) == {"hookSpecificOutput"}
+        assert set(refusal["hookSpecificOutput"]) == {
+            "hookEventName",
+            "permissionDecision",
+            "permissionDecisionReason",
+        }
+        assert refusal["hookSpecificOutput"]["permissionDecision"] == "deny"
+        assert refusal["hookSpecificOutput"]["permissionDecisionReason"]
+
+
+def test_loop_repeats_counts_runs_and_cycles():
+    a, b, c = ["a", "1"], ["b", "2"], ["c", "3"]
+    assert loop_repeats([a, a, a], "a") == 3
+    assert loop_repeats([b, a, a], "a") == 2
+    assert loop_repeats([a, ["a", "other"], a], "a") == 1
+    assert loop_repeats([a, b, a, b, a, b], "a") == 3
+    assert loop_repeats([a, b, c, a, b, c], "a") == 2
+    assert loop_repeats([a, b, a, b], "c") == 0
+    assert loop_repeats([], "a") == 0
+
+
+def test_no_transcript_loop_wire_from_hook_input_alone(guard_env):
+    answers = []
+    for i in range(7):
+        line = guard_env.run(
+            {
+                "session_id": "eph",
+                "turn_id": "t",
+                "transcript_path": None,
+                "cwd": "/tmp",
+                "hook_event_name": "PreToolUse",
+                "tool_name": "Bash",
+                "tool_input": {"command": "curl localhost:1"},
+                "tool_use_id": f"c{i}",
+            }
+        )
+        answers.append(
+            json.loads(line)["hookSpecificOutput"].get("permissionDecision") if line else None
+        )
+    assert answers[:5] == [None] * 5
+    assert answers[5] == "deny"
