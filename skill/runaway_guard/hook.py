@@ -8,7 +8,7 @@ import json
 import os
 import time
 
-from . import config, controls, hosts, ledger, wires
+from . import config, controls, hosts, ledger, log, wires
 from .transcripts import claude, codex, fingerprint
 
 MAX_INPUT = 16 << 20
@@ -40,8 +40,10 @@ def _decide(book, call, settings):
     if call.tool_use_id and call.tool_use_id in state["answers"]:
         return state["answers"][call.tool_use_id]  # the same call seen by a second install
     state["cwd"] = call.cwd or state["cwd"]
-    if settings.problems and state.get("problems") != settings.problems:
-        state["problems"] = settings.problems
+    if state.get("problems", []) != settings.problems:
+        state["problems"] = settings.problems  # status.py shows them; fixed ones disappear
+        for problem in settings.problems:
+            log.append(settings.state_dir, "config", problem)
     if call.prompt_id and call.prompt_id != state["prompt"]:
         if state["prompt"] is not None:
             for record in state["agents"].values():
@@ -68,7 +70,9 @@ def _decide(book, call, settings):
         decision = _wires(book, call, settings, spent, daily)
 
     call_hash = fingerprint([call.tool, call.tool_input])
-    if call.tool_use_id and has_transcript:
+    if control == controls.STATUS:
+        pass  # a status call is invisible to the wires: it must not break a failure run or loop
+    elif call.tool_use_id and has_transcript:
         book.call(call.agent, call.tool_use_id, call_hash)
     elif not has_transcript and not (decision and decision["kind"] in (hosts.DENY, hosts.STOP)):
         book.complete_unseen(call.agent, call_hash)

@@ -112,12 +112,13 @@ TELL, DENY, ASK, STOP = "tell", "deny", "ask", "stop"
 STRENGTH = {None: 0, TELL: 1, DENY: 2, ASK: 3, STOP: 4}
 
 
-def render(host, decision, codex_context=True):
+def render(host, decision):
     """The host's answer for a decision, as one line of JSON, or '' for no answer.
 
     decision: {"kind": TELL|DENY|ASK|STOP, "model": text for the model, "person": text for
-    the person}. Codex accepts a deny with a non-empty reason and nothing else: any other key,
-    `ask` or `continue` marks the hook failed and the call runs, so every refusal is a deny.
+    the person}. Codex honours a deny with a non-empty reason, and additionalContext alone (seen
+    on 0.169.0); any other key, `ask` or `continue` marks the hook failed and the call runs, so
+    every refusal there is a plain deny.
     """
     if host == CURSOR:
         return "{}"
@@ -128,7 +129,7 @@ def render(host, decision, codex_context=True):
     person_text = decision.get("person") or ""
     if host == CODEX:
         if kind == TELL:
-            if not codex_context or not model_text:
+            if not model_text:
                 return ""
             out = {"hookEventName": "PreToolUse", "additionalContext": model_text}
         else:

@@ -17,6 +17,7 @@ import time
 VERSION = 1
 RECENT = 256  # Responses whose usage may still be corrected by a later row of the same response.
 LOCK_WAIT = 10.0
+BURN_STEP, BURN_KEEP = 60.0, 64  # one spend sample a minute at most, the last hour or so
 
 try:
     import fcntl
@@ -201,7 +202,17 @@ class Ledger:
 
     def save(self):
         state = self.state
-        state["seen"] = time.time()
+        now = state["seen"] = time.time()
+        # Spend samples for status.py's forecast (the ledger itself has no timestamps).
+        burn = state.get("burn")
+        if not isinstance(burn, list):
+            burn = state["burn"] = []
+        last = burn[-1] if burn else None
+        if not (isinstance(last, list) and last and isinstance(last[0], (int, float))):
+            last = [0.0]
+        if now - last[0] >= BURN_STEP:
+            burn.append([round(now, 1), state["spend"]["total"]])
+            del burn[:-BURN_KEEP]
         if self._appended:
             fd = os.open(self.ledger_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             try:

@@ -58,7 +58,7 @@ def _subagent_rollouts(ledger, folder, root_id):
     except OSError:
         return [p for p in files if os.path.dirname(p) == folder and not files[p].get("foreign")]
     if seen.get(folder) != stamp:
-        seen[folder] = stamp
+        undecided = False
         started = ledger.state.get("started", 0) - 120
         try:
             entries = list(os.scandir(folder))
@@ -73,24 +73,35 @@ def _subagent_rollouts(ledger, folder, root_id):
             except OSError:
                 continue
             meta = _session_meta(item.path)
-            if meta and meta.get("session_id") == root_id:
+            if meta is None:
+                undecided = True  # its first line is not written yet: look again next call
+            elif meta.get("session_id") == root_id:
                 agent = "main" if meta.get("id") == root_id else str(meta.get("id"))
                 files[item.path] = {"agent": agent}
             else:
                 files[item.path] = {"foreign": True}
+        if not undecided:
+            seen[folder] = stamp
     return [p for p in files if os.path.dirname(p) == folder and not files[p].get("foreign")]
 
 
 def _session_meta(path):
+    """The first line's session_meta payload; None while that line is incomplete."""
     try:
         with open(path, "rb") as handle:
-            record = json.loads(handle.readline(1 << 20))
-    except (OSError, ValueError):
+            first = handle.readline(1 << 20)
+    except OSError:
+        return {}
+    if not first.endswith(b"\n"):
         return None
+    try:
+        record = json.loads(first)
+    except ValueError:
+        return {}
     if isinstance(record, dict) and record.get("type") == "session_meta":
         payload = record.get("payload")
-        return payload if isinstance(payload, dict) else None
-    return None
+        return payload if isinstance(payload, dict) else {}
+    return {}
 
 
 def _usage(raw):

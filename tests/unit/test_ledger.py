@@ -1,0 +1,222 @@
+"""The ledger: exact spend from recorded sessions, read in any number of pieces, across rewrites."""
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from claude_records import assistant, result, usage
+from conftest import ROOT, jsonl
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from runaway_guard import hosts, ledger
+from runaway_guard.transcripts import claude, codex
+
+CODEX_FIXTURES = ROOT / "tests" / "fixtures" / "codex"
+# Expected totals from the scripted usage (tests/fixtures/codex/NOTES.md), agreed by ccusage.
+CODEX_EXPECTED = {"usage": 0.190100, "failures": 0.083550, "subagent": 0.118000}
+
+
+def codex_session(name, into):
+    """Copy a recorded Codex session into a folder; (rollout paths, hook inputs re-pointed)."""
+    source = CODEX_FIXTURES / name
+    shutil.copytree(source / "sessions", into / "sessions")
+    old_root = None
+    inputs = []
+    for line in (source / "hook_inputs.jsonl").read_text().splitlines():
+        payload = json.loads(line)
+        if payload.get("hook_event_name") != "PreToolUse":
+            continue
+        path = payload["transcript_path"]
+        old_root = old_root or path[: path.index("/sessions/")]
+        payload["transcript_path"] = str(into) + path[len(old_root) :]
+        inputs.append(payload)
+    rollouts = sorted(into.glob("sessions/**/rollout-*.jsonl"))
+    return rollouts, inputs
+
+
+def spend_of(state_dir, host, session_id):
+    with ledger.Ledger(str(state_dir), host, session_id) as book:
+        return book.state["spend"], dict(sorted(book.state["spend"]["agent"].items()))
+
+
+@pytest.mark.parametrize("name", sorted(CODEX_EXPECTED))
+def test_codex_recorded_sessions_priced_exactly(guard_env, tmp_path, name):
+    rollouts, inputs = codex_session(name, tmp_path / "codex")
+    full = {path: path.read_bytes() for path in rollouts}
+    snapshots = [
+        json.loads(line)
+        for line in (CODEX_FIXTURES / name / "hook_inputs.snapshots.jsonl").read_text().splitlines()
+    ]
+    lines_at = {s["tool_use_id"]: s["transcript_lines"] for s in snapshots if "tool_use_id" in s}
+    for path in rollouts:
+        path.write_bytes(b"")
+    # Replay: each hook sees its own rollout as long as it was when the real hook ran.
+    for payload in inputs:
+        path = Path(payload["transcript_path"])
+        lines = full[path].splitlines(keepends=True)[: lines_at.get(payload["tool_use_id"], 0)]
+        if len(b"".join(lines)) > len(path.read_bytes()):
+            path.write_bytes(b"".join(lines))
+        guard_env.run(payload)
+    for path, data in full.items():
+        path.write_bytes(data)
+    guard_env.run({**inputs[0], "tool_use_id": "final", "tool_input": {"command": "true"}})
+    spend, _ = spend_of(guard_env.state_dir, "codex", inputs[0]["session_id"])
+    assert spend["total"] == round(CODEX_EXPECTED[name] * 1e12)
+
+
+def test_codex_subagents_are_found_and_attributed(guard_env, tmp_path):
+    rollouts, inputs = codex_session("subagent", tmp_path / "codex")
+    root_call = next(p for p in inputs if "agent_id" not in p)
+    guard_env.run(root_call)  # the main thread alone: its folder holds the children too
+    spend, by_agent = spend_of(guard_env.state_dir, "codex", root_call["session_id"])
+    assert spend["total"] == round(CODEX_EXPECTED["subagent"] * 1e12)
+    assert len(by_agent) == 3 and by_agent["main"] == round(0.066250 * 1e12)
+
+
+class FakeCall:
+    def __init__(self, host, session_id, transcript_path):
+        self.host = host
+        self.session_id = session_id
+        self.transcript_path = str(transcript_path)
+        self.agent = "main"
+
+
+def claude_session(folder):
+    """A Claude Code session with placeholder rows, a subagent folder, a sibling-less layout."""
+    main = folder / "s1.jsonl"
+    records = []
+    for n in range(30):
+        use = usage(inp=5 + n, out=1, cw5=100 * n, cw1h=50, read=1000 * n)
+        final = dict(use, output_tokens=40 + n)
+        records.append(assistant(f"msg{n}", model="claude-opus-4-8", use=use, stop=None))
+        records.append(
+            assistant(f"msg{n}", model="claude-opus-4-8", tool=(f"t{n}", "Bash", {}), use=final)
+        )
+        records.append(result(f"t{n}", f"out {n}", error=n % 3 == 0))
+    records.append(assistant("synthetic", model="<synthetic>"))
+    jsonl(main, records)
+    sub = folder / "s1" / "subagents" / "agent-a1.jsonl"
+    jsonl(
+        sub, [assistant(f"sub{n}", model="claude-haiku-4-5", isSidechain=True) for n in range(12)]
+    )
+    nested = folder / "s1" / "subagents" / "workflows" / "run1" / "agent-a2.jsonl"
+    jsonl(nested, [assistant(f"deep{n}", model="claude-sonnet-4-6") for n in range(5)])
+    return [main, sub, nested]
+
+
+def sync_once(state_dir, host, call):
+    reader = claude if host == hosts.CLAUDE else codex
+    with ledger.Ledger(str(state_dir), host, call.session_id) as book:
+        reader.sync(book, call)
+        return book.state["spend"]
+
+
+def read_in_pieces(tmp, files, cuts_per_file, host, session_id, main):
+    """Write each file in pieces cut at the given fractions, syncing after every piece."""
+    state_dir = tmp / "state"
+    data = {path: path.read_bytes() for path in files}
+    for path in files:
+        path.write_bytes(b"")
+    call = FakeCall(host, session_id, main)
+    for step in range(max(len(c) for c in cuts_per_file) + 1):
+        for path, cuts in zip(files, cuts_per_file):
+            ends = [round(len(data[path]) * c) for c in sorted(cuts)] + [len(data[path])]
+            end = ends[min(step, len(ends) - 1)]
+            with path.open("ab") as handle:
+                handle.write(data[path][path.stat().st_size : end])
+            sync_once(state_dir, host, call)
+    return sync_once(state_dir, host, call)
+
+
+fractions = st.lists(st.floats(0, 1), min_size=1, max_size=50)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(cuts=st.lists(fractions, min_size=3, max_size=3))
+def test_claude_pieces_equal_one_read(tmp_path_factory, cuts):
+    tmp = tmp_path_factory.mktemp("pieces")
+    files = claude_session(tmp / "proj")
+    whole = sync_once(tmp / "whole", hosts.CLAUDE, FakeCall(hosts.CLAUDE, "s1", files[0]))
+    assert read_in_pieces(tmp, files, cuts, hosts.CLAUDE, "s1", files[0]) == whole
+    assert set(whole["agent"]) == {"main", "a1", "a2"}
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(cuts=st.lists(fractions, min_size=3, max_size=3))
+def test_codex_pieces_equal_one_read(tmp_path_factory, cuts):
+    tmp = tmp_path_factory.mktemp("pieces")
+    rollouts, inputs = codex_session("subagent", tmp / "codex")
+    main = next(Path(p["transcript_path"]) for p in inputs if "agent_id" not in p)
+    rollouts.sort(key=lambda path: path != main)
+    session_id = inputs[0]["session_id"]
+    whole = sync_once(tmp / "whole", hosts.CODEX, FakeCall(hosts.CODEX, session_id, main))
+    assert whole["total"] == round(CODEX_EXPECTED["subagent"] * 1e12)
+    assert read_in_pieces(tmp, rollouts, cuts, hosts.CODEX, session_id, main) == whole
+
+
+def test_one_response_priced_once_at_its_largest_output(tmp_path):
+    main = jsonl(
+        tmp_path / "s1.jsonl",
+        [
+            assistant("m", model="claude-opus-4-8", use=usage(inp=4, out=3, cw1h=1843, read=48210)),
+            assistant(
+                "m", model="claude-opus-4-8", use=usage(inp=4, out=412, cw1h=1843, read=48210)
+            ),
+            assistant("m", model="claude-opus-4-8", use=usage(inp=4, out=3, cw1h=1843, read=48210)),
+        ],
+    )
+    spend = sync_once(tmp_path / "state", hosts.CLAUDE, FakeCall(hosts.CLAUDE, "s1", main))
+    # research/claude-code.md example B: (4×5 + 1843×10 + 48210×0.5 + 412×25) / 1e6
+    assert spend["total"] == round((4 * 5 + 1843 * 10 + 48210 * 0.5 + 412 * 25) * 1e6)
+
+
+def test_rewrite_after_compaction_neither_drops_nor_doubles(tmp_path):
+    files = claude_session(tmp_path / "proj")
+    call = FakeCall(hosts.CLAUDE, "s1", files[0])
+    before = sync_once(tmp_path / "state", hosts.CLAUDE, call)
+    # Claude Code rewrites a large transcript keeping only what follows the compaction.
+    lines = files[0].read_bytes().splitlines(keepends=True)
+    files[0].write_bytes(b"".join(lines[-9:]))
+    os.utime(files[0])
+    assert sync_once(tmp_path / "state", hosts.CLAUDE, call) == before
+    jsonl(files[0], [assistant("after", model="claude-opus-4-8")])
+    after = sync_once(tmp_path / "state", hosts.CLAUDE, call)
+    assert after["total"] == before["total"] + round((3 * 5 + 10 * 25) * 1e6)
+
+
+def test_replaced_file_and_deleted_subagent_keep_what_was_counted(tmp_path):
+    files = claude_session(tmp_path / "proj")
+    call = FakeCall(hosts.CLAUDE, "s1", files[0])
+    before = sync_once(tmp_path / "state", hosts.CLAUDE, call)
+    files[1].unlink()
+    replacement = tmp_path / "proj" / "new.jsonl"
+    replacement.write_bytes(files[0].read_bytes())
+    os.replace(replacement, files[0])  # a new inode with the same content
+    assert sync_once(tmp_path / "state", hosts.CLAUDE, call) == before
+
+
+@pytest.mark.parametrize("damage", [b"{not json", b"[]", b'{"v": 1}', b'{"v": 999, "files": {}}'])
+def test_corrupt_state_is_rebuilt_from_the_ledger(tmp_path, damage):
+    files = claude_session(tmp_path / "proj")
+    call = FakeCall(hosts.CLAUDE, "s1", files[0])
+    before = sync_once(tmp_path / "state", hosts.CLAUDE, call)
+    state_file = next((tmp_path / "state" / "sessions" / "claude").glob("*.json"))
+    state_file.write_bytes(damage)
+    assert sync_once(tmp_path / "state", hosts.CLAUDE, call) == before
+
+
+def test_state_files_are_private(tmp_path):
+    files = claude_session(tmp_path / "proj")
+    sync_once(tmp_path / "state", hosts.CLAUDE, FakeCall(hosts.CLAUDE, "s1", files[0]))
+    folder = tmp_path / "state" / "sessions" / "claude"
+    assert (tmp_path / "state").stat().st_mode & 0o777 == 0o700
+    for path in folder.iterdir():
+        assert path.stat().st_mode & 0o777 == 0o600, path
+    text = "".join(p.read_text() for p in folder.iterdir())
+    assert "out 1" not in text  # counts and hashes, no transcript text
