@@ -4,8 +4,9 @@ A repository must not be able to switch off the guard that protects its user's m
 project file `.runaway-guard.json` can lower caps and thresholds but never raise or remove them.
 """
 
-import json
 import os
+
+from . import jsonio
 
 PREFIX = "RUNAWAY_GUARD_"
 PROJECT_FILE = ".runaway-guard.json"
@@ -75,8 +76,8 @@ def _number(key, value):
 def _read_file(path, problems):
     """The settings object in a JSON file; {} with a problem noted when it is unusable."""
     try:
-        with open(path, encoding="utf-8-sig") as handle:
-            data = json.load(handle)
+        with open(path, "rb") as handle:
+            data = jsonio.loads(handle.read().decode("utf-8-sig"))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as error:
@@ -146,6 +147,9 @@ def load(cwd=None, environ=os.environ):
     project_path = _find_project_file(cwd)
     if project_path:
         project = _read_file(project_path, problems)
+        for key in ("off", "state_dir"):
+            if key in project:
+                problems.append(f"{project_path}: {key} can only be set by the user; ignored")
         for key in DEFAULTS:
             if key not in project:
                 continue

@@ -4,11 +4,10 @@ host → detect → config → lock the session → read the transcripts' new by
 → write state → the host's answer (or nothing).
 """
 
-import json
 import os
 import time
 
-from . import config, controls, hosts, ledger, log, wires
+from . import config, controls, hosts, jsonio, ledger, log, wires
 from .transcripts import claude, codex, fingerprint
 
 MAX_INPUT = 16 << 20
@@ -19,7 +18,7 @@ def run(data, environ):
     """The answer line for one hook payload (bytes), or ''. May raise: the caller fails open."""
     if len(data) > MAX_INPUT:
         raise ValueError(f"hook input of {len(data)} bytes is too large to be a tool call")
-    payload = json.loads(data)
+    payload = jsonio.loads(data)
     if not isinstance(payload, dict):
         raise ValueError("hook input is not a JSON object")
     host = hosts.detect(payload, environ)

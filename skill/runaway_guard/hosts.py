@@ -5,8 +5,9 @@ payload and its own idea of a valid answer. Everything host-specific lives here 
 see one vocabulary of calls and decisions.
 """
 
-import json
 import os
+
+from . import jsonio
 
 CLAUDE = "claude"
 CODEX = "codex"
@@ -138,7 +139,7 @@ def render(host, decision):
                 "permissionDecision": "deny",
                 "permissionDecisionReason": model_text or person_text or "runaway-guard",
             }
-        return json.dumps({"hookSpecificOutput": out})
+        return jsonio.dumps({"hookSpecificOutput": out})
     specific = {"hookEventName": "PreToolUse"}
     answer = {"hookSpecificOutput": specific}
     if kind == TELL:
@@ -157,4 +158,4 @@ def render(host, decision):
         answer["systemMessage"] = person_text
     if kind == TELL and not model_text:
         del answer["hookSpecificOutput"]
-    return json.dumps(answer)
+    return jsonio.dumps(answer)

@@ -9,10 +9,10 @@ Two files per session in the state dir, both private to the user:
 Money is kept in integer picodollars so sums and corrections are exact.
 """
 
-import json
 import os
-import re
 import time
+
+from . import jsonio
 
 VERSION = 1
 RECENT = 256  # Responses whose usage may still be corrected by a later row of the same response.
@@ -24,7 +24,7 @@ try:
 except ImportError:  # Windows: no advisory locks; the guard still runs, unlocked.
     fcntl = None
 
-_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
 
 def private_dir(path):
@@ -34,7 +34,7 @@ def private_dir(path):
 
 def safe_name(text):
     """A file name for an id that came from outside: never a path, never hidden."""
-    name = _SAFE.sub("_", text)[:120].lstrip(".")
+    name = "".join(c if c in _SAFE else "_" for c in text[:120]).lstrip(".")
     if name != text or not name:
         import zlib
 
@@ -57,7 +57,7 @@ def read_json(path):
     """The JSON object in path, or None when it is missing or unusable."""
     try:
         with open(path, "rb") as handle:
-            data = json.loads(handle.read())
+            data = jsonio.loads(handle.read())
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
@@ -191,7 +191,7 @@ class Ledger:
             with open(self.ledger_path, "rb") as handle:
                 for line in handle:
                     try:
-                        entry = json.loads(line)
+                        entry = jsonio.loads(line)
                     except ValueError:
                         continue
                     if _valid_entry(entry):
@@ -220,7 +220,7 @@ class Ledger:
             finally:
                 os.close(fd)
             self._appended = []
-        write_atomic(self.state_path, json.dumps(state, separators=(",", ":")).encode())
+        write_atomic(self.state_path, jsonio.dumps(state).encode())
 
     # -- spend
 
@@ -242,7 +242,7 @@ class Ledger:
         recent[key] = entry
         if len(recent) > RECENT:
             del recent[next(iter(recent))]
-        self._appended.append(json.dumps(entry, separators=(",", ":")) + "\n")
+        self._appended.append(jsonio.dumps(entry) + "\n")
         if not known_model and model not in self.state["unpriced"]:
             self.state["unpriced"].append(model)
 
@@ -383,5 +383,5 @@ def daily_spend(state_dir, day, session_key=None, session_pusd=None):
             shares = read_json(path) or {}
             if shares.get(session_key) != session_pusd:
                 shares[session_key] = session_pusd
-                write_atomic(path, json.dumps(shares, separators=(",", ":")).encode())
+                write_atomic(path, jsonio.dumps(shares).encode())
     return sum(value for value in shares.values() if isinstance(value, int))

@@ -5,11 +5,10 @@ was appended since the last call, and report priced responses and tool outcomes 
 Only lines that can matter are parsed: a cheap byte test comes before any JSON decoding.
 """
 
-import json
 import time
 import zlib
 
-from .. import tail
+from .. import jsonio, tail
 
 # Every reason the guard gives starts with this: its refusals are recognised in any transcript.
 GUARD_MARK = "runaway-guard:"
@@ -47,7 +46,7 @@ def _days_from_civil(year, month, day):
 def fingerprint(value):
     """A short stable hash of any JSON value: the guard keeps hashes, never transcript text."""
     if not isinstance(value, (bytes, str)):
-        value = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+        value = jsonio.dumps(value, sort_keys=True)
     if isinstance(value, str):
         value = value.encode("utf-8", "replace")
     return f"{zlib.crc32(value):08x}{zlib.adler32(value):08x}"

@@ -7,10 +7,9 @@ usage, the early ones with a placeholder output count: it is priced once, by mes
 largest output count seen.
 """
 
-import json
 import os
 
-from .. import pricing
+from .. import jsonio, pricing
 from . import GUARD_MARK, fingerprint, local_day, number, read_file
 
 _REJECTED = (
@@ -93,7 +92,7 @@ def _sibling_files(folder, session_id, files):
 def _first_session_id(path):
     try:
         with open(path, "rb") as handle:
-            record = json.loads(handle.readline(1 << 20))
+            record = jsonio.loads(handle.readline(1 << 20))
         return record.get("sessionId") if isinstance(record, dict) else None
     except (OSError, ValueError):
         return None
@@ -124,7 +123,7 @@ class _Reader:
         if not wanted:
             return
         try:
-            record = json.loads(raw)
+            record = jsonio.loads(raw)
         except ValueError:
             return
         if not isinstance(record, dict):

@@ -7,10 +7,9 @@ cumulative `token_count` totals. The model comes from `turn_context` and is carr
 read to the next.
 """
 
-import json
 import os
 
-from .. import pricing
+from .. import jsonio, pricing
 from . import GUARD_MARK, fingerprint, local_day, number, read_file
 
 _USAGE_FIELDS = (
@@ -35,7 +34,8 @@ def sync(ledger, call):
     if path not in files:
         files[path] = {"agent": call.agent}
     targets = [path]
-    targets.extend(_subagent_rollouts(ledger, os.path.dirname(path), call.session_id))
+    main = next((p for p, e in files.items() if e.get("agent") == "main"), None)
+    targets.extend(_subagent_rollouts(ledger, main or path, call.session_id, main is not None))
     for target in targets:
         entry = files[target]
         if entry.get("foreign"):
@@ -49,9 +49,15 @@ def sync(ledger, call):
     return True
 
 
-def _subagent_rollouts(ledger, folder, root_id):
-    """Rollouts in the folder that belong to this session, looked for when the folder changed."""
+def _subagent_rollouts(ledger, known, root_id, is_main):
+    """The session's other rollouts beside a known one, looked for when the folder changed.
+
+    Rollout names start with their creation time: once the main rollout is known only newer
+    names are opened; a subagent's call seen first looks at the whole folder for its root.
+    """
     files = ledger.state["files"]
+    folder, known_name = os.path.split(known)
+    since = known_name[: len("rollout-YYYY-MM-DDThh-mm-ss")] if is_main else ""
     seen = ledger.state.setdefault("folders", {})
     try:
         stamp = os.stat(folder).st_mtime_ns
@@ -59,27 +65,22 @@ def _subagent_rollouts(ledger, folder, root_id):
         return [p for p in files if os.path.dirname(p) == folder and not files[p].get("foreign")]
     if seen.get(folder) != stamp:
         undecided = False
-        started = ledger.state.get("started", 0) - 120
         try:
-            entries = list(os.scandir(folder))
+            names = os.listdir(folder)
         except OSError:
-            entries = []
-        for item in entries:
-            if item.path in files or not item.name.startswith("rollout-"):
+            names = []
+        for name in names:
+            item_path = os.path.join(folder, name)
+            if item_path in files or not name.startswith("rollout-") or name < since:
                 continue
-            try:
-                if item.stat().st_mtime < started:
-                    continue
-            except OSError:
-                continue
-            meta = _session_meta(item.path)
+            meta = _session_meta(item_path)
             if meta is None:
                 undecided = True  # its first line is not written yet: look again next call
             elif meta.get("session_id") == root_id:
                 agent = "main" if meta.get("id") == root_id else str(meta.get("id"))
-                files[item.path] = {"agent": agent}
+                files[item_path] = {"agent": agent}
             else:
-                files[item.path] = {"foreign": True}
+                files[item_path] = {"foreign": True}
         if not undecided:
             seen[folder] = stamp
     return [p for p in files if os.path.dirname(p) == folder and not files[p].get("foreign")]
@@ -95,7 +96,7 @@ def _session_meta(path):
     if not first.endswith(b"\n"):
         return None
     try:
-        record = json.loads(first)
+        record = jsonio.loads(first)
     except ValueError:
         return {}
     if isinstance(record, dict) and record.get("type") == "session_meta":
@@ -112,7 +113,7 @@ def _usage(raw):
 def _output_text(output):
     if isinstance(output, str):
         return output
-    return json.dumps(output, sort_keys=True, default=str)
+    return jsonio.dumps(output, sort_keys=True)
 
 
 def outcome(text):
@@ -155,7 +156,7 @@ class _Reader:
         else:
             return
         try:
-            record = json.loads(raw)
+            record = jsonio.loads(raw)
         except ValueError:
             return
         if isinstance(record, dict) and isinstance(record.get("payload"), dict):

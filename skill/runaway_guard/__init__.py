@@ -1,0 +1,1 @@
+"""runaway-guard: the runtime package the hook and the status command import."""

@@ -1,0 +1,485 @@
+"""What one API response cost, from the usage object a host wrote in its transcript.
+
+The guard's total has to equal Claude Code's own ``total_cost_usd``, so the Claude rules follow the
+cost code of Claude Code 2.1.328 (read from its binary), not the price page: where the two differ
+(Sonnet 4/4.5 long context, unknown models) the table says so. The rates are data
+(``prices.json``); this module only applies them.
+
+Money is counted in picodollars (USD x 1e12) as ints: every rate in the table is a whole number of
+picodollars per token, so a response costs an exact integer, rounded at most once (the 1.1x US
+inference premium), and a session total is an exact sum.
+"""
+
+import os
+
+from . import jsonio
+
+PICO_PER_USD = 10**12
+_PICO_PER_MTOK_USD = 10**6  # $1 per million tokens = 1e6 picodollars per token
+
+_CLAUDE_FIELDS = ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read")
+_OPENAI_FIELDS = ("input", "cached_input", "output", "cache_write")
+_ITERATION_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
+
+_tables = None
+
+
+def usd(picodollars: int) -> float:
+    """For display and JSON only: sums stay in integer picodollars."""
+    return picodollars / PICO_PER_USD
+
+
+# ---------------------------------------------------------------------------------------------
+# Model ids
+
+_SUFFIXES = (
+    r"-v\d+(?::\d+)?$",  # Bedrock -v1:0, -v2
+    r":\d+$",  # Bedrock :0 without -vN
+    r"@\d{8}$",  # Vertex @20250514
+    r"-\d{8}$",  # Anthropic -20250514
+    r"-\d{4}-\d{2}-\d{2}$",  # OpenAI -2025-08-07
+)
+_regexes = None
+
+
+def _patterns():
+    """Compiled on first use, for ids not in the table as written: `re` costs every hook ~12 ms."""
+    global _regexes
+    if _regexes is None:
+        import re
+
+        _regexes = {
+            "suffixes": [re.compile(pattern) for pattern in _SUFFIXES],
+            "claude_suffixes": [re.compile(r"-(?:fast|latest)$")],
+            "provider": re.compile(r"^(?:[a-z0-9-]+\.)?anthropic\."),
+            "context": re.compile(r"\[\d+m\]"),
+            "dotted": re.compile(r"(claude-(?:[a-z]+-)?\d{1,2})\.(?=\d)"),
+        }
+    return _regexes
+
+
+def normalize_model(model: str) -> str:
+    """One spelling per model, whichever provider or context flag wrote the id.
+
+    Idempotent (the suffix stripping runs to a fixed point), so ids can be normalised again safely.
+    """
+    if not isinstance(model, str):
+        return ""
+    patterns = _patterns()
+    name = patterns["context"].sub("", model.strip().lower())
+    name = name.rsplit("/", 1)[-1]
+    name = patterns["provider"].sub("", name)
+    if name.startswith("claude-"):
+        name = patterns["dotted"].sub(r"\1-", name)
+    while True:
+        before = name
+        for pattern in patterns["suffixes"]:
+            name = pattern.sub("", name)
+        if name.startswith("claude-"):
+            for pattern in patterns["claude_suffixes"]:
+                name = pattern.sub("", name)
+        if name == before:
+            return name
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading the table
+
+
+def _pico(rate) -> int:
+    """USD per MTok -> picodollars per token (exact for rates of up to 6 decimals)."""
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)):
+        raise ValueError(f"price is not a number: {rate!r}")
+    return round(rate * _PICO_PER_MTOK_USD)
+
+
+def _rates(entry, fields, fallback=None):
+    out = []
+    for field in fields:
+        value = entry.get(field)
+        if value is None and fallback is not None:
+            out.append(fallback)
+        else:
+            out.append(_pico(value))
+    return tuple(out)
+
+
+def _ceiling(*rate_tuples):
+    return tuple(max(values) for values in zip(*rate_tuples))
+
+
+def _claude_model(entry):
+    base = _rates(entry, _CLAUDE_FIELDS)
+    long = None
+    tier = entry.get("long_prompt")
+    if tier:
+        long = (int(tier["above_prompt_tokens"]), _rates(tier, _CLAUDE_FIELDS))
+    fast = None
+    if entry.get("fast_multiplier"):
+        multiplier = entry["fast_multiplier"]
+        fast = tuple(round(rate * multiplier) for rate in base)
+    return {"base": base, "long": long, "fast": fast}
+
+
+def _claude_ceiling(models):
+    """Never cheaper than any of ``models`` for any usage (the unknown-model rule)."""
+    base = _ceiling(*(m["base"] for m in models))
+    tiers = [m["long"] for m in models if m["long"]]
+    long = None
+    if tiers:
+        above = min(threshold for threshold, _ in tiers)
+        rates = _ceiling(
+            *(_ceiling(m["base"], m["long"][1]) if m["long"] else m["base"] for m in models)
+        )
+        if rates != base:
+            long = (above, rates)
+    # In fast mode a model without a fast table keeps its standard price, long tier included.
+    fast_parts = []
+    for m in models:
+        if m["fast"]:
+            fast_parts.append(m["fast"])
+        elif m["long"]:
+            fast_parts.append(_ceiling(m["base"], m["long"][1]))
+        else:
+            fast_parts.append(m["base"])
+    return {"base": base, "long": long, "fast": _ceiling(*fast_parts)}
+
+
+def _openai_table(entry):
+    # No cached or cache-write price: those tokens are plain input.
+    return _rates(entry, _OPENAI_FIELDS, fallback=_pico(entry["input"]))
+
+
+def _scaled(rates, numerators, denominators):
+    out = []
+    for rate, num, den in zip(rates, numerators, denominators):
+        out.append((rate * num + den // 2) // den if den else num)
+    return tuple(out)
+
+
+def _openai_model(entry, default_priority):
+    std = _openai_table(entry)
+    long = None
+    tier = entry.get("long_context")
+    if tier:
+        long = (int(tier["above_input_tokens"]), _openai_table(tier))
+    if entry.get("priority"):
+        priority = _openai_table(entry["priority"])
+        if entry["priority"].get("cache_write") is None:
+            # A priority write costs what a standard write does, scaled like the input.
+            priority = priority[:3] + _scaled(std[3:], priority[:1], std[:1])
+    else:
+        priority = tuple(round(rate * default_priority) for rate in std)
+    priority_long = _scaled(priority, long[1], std) if long else None
+    return {"std": std, "long": long, "priority": priority, "priority_long": priority_long}
+
+
+def _openai_ceiling(models):
+    std = _ceiling(*(m["std"] for m in models))
+    priority = _ceiling(*(m["priority"] for m in models))
+    tiers = [m["long"] for m in models if m["long"]]
+    long = priority_long = None
+    if tiers:
+        above = min(threshold for threshold, _ in tiers)
+        rates = _ceiling(
+            *(_ceiling(m["std"], m["long"][1]) if m["long"] else m["std"] for m in models)
+        )
+        prio = _ceiling(
+            *(
+                _ceiling(m["priority"], m["priority_long"]) if m["long"] else m["priority"]
+                for m in models
+            )
+        )
+        long = (above, rates)
+        priority_long = prio
+    return {"std": std, "long": long, "priority": priority, "priority_long": priority_long}
+
+
+def _host_table(section, build, ceiling):
+    models = {}
+    lookup = {}
+    for key, entry in section["models"].items():
+        models[key] = build(entry)
+        for name in [key, *entry.get("ids", []), *entry.get("aliases", [])]:
+            lookup[name.lower()] = key
+    return {
+        "models": models,
+        "lookup": lookup,
+        "section": section,
+        "ceiling": ceiling,
+        "normalized": None,
+        "families": None,
+        "ceilings": None,
+        "zero": {name.lower() for name in section.get("zero_cost_models", [])},
+    }
+
+
+def _slow_paths(table):
+    """Normalised ids and family ceilings: built only when an id is not in the table as written."""
+    if table["families"] is None:
+        import re
+
+        table["normalized"] = {normalize_model(name): key for name, key in table["lookup"].items()}
+        families = [(name, re.compile(p)) for name, p in table["section"]["families"].items()]
+        members = {}
+        for key, rates in table["models"].items():
+            members.setdefault(_family_of(families, key), []).append(rates)
+        ceiling = table["ceiling"]
+        ceilings = {family: ceiling(group) for family, group in members.items() if family}
+        ceilings[None] = ceiling(list(table["models"].values()))
+        table["families"], table["ceilings"] = families, ceilings
+    return table
+
+
+def _family_of(families, name):
+    for family, pattern in families:
+        if pattern.search(name):
+            return family
+    return None
+
+
+def _price_file():
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "prices.json")
+
+
+def _load():
+    """Parse the table once per process, on first use: the hook must start fast."""
+    global _tables
+    if _tables is None:
+        with open(_price_file(), "rb") as handle:
+            data = jsonio.loads(handle.read())
+        claude_rules = data["claude"]["rules"]
+        openai_rules = data["openai"]["rules"]
+        default_priority = openai_rules.get("priority_default_multiplier", 2)
+        _tables = {
+            "as_of": data.get("as_of"),
+            "claude": _host_table(data["claude"], _claude_model, _claude_ceiling),
+            "openai": _host_table(
+                data["openai"],
+                lambda entry: _openai_model(entry, default_priority),
+                _openai_ceiling,
+            ),
+            "web_search": _pico(claude_rules["web_search_usd_per_request"]) * 10**6,
+            "geo_tenths": round(claude_rules["inference_geo_us_multiplier"] * 10),
+            "priority_tiers": set(openai_rules.get("priority_service_tiers", ["priority"])),
+        }
+    return _tables
+
+
+def _resolve(table, model, prefix_match):
+    """(rates, known): the model's own rates, else the ceiling of its family."""
+    key = table["lookup"].get(model) if isinstance(model, str) else None
+    if key is not None:
+        return table["models"][key], True
+    _slow_paths(table)
+    name = normalize_model(model)
+    key = table["normalized"].get(name)
+    if key is None and prefix_match and name:
+        key = _claude_prefix(table["normalized"], name)
+    if key is not None:
+        return table["models"][key], True
+    family = _family_of(table["families"], name)
+    return table["ceilings"].get(family, table["ceilings"][None]), False
+
+
+def _claude_prefix(lookup, name):
+    # Claude Code maps e.g. "claude-opus-4-6-preview" to claude-opus-4-6, but never a further
+    # version number: "claude-opus-4-9" is not claude-opus-4.
+    best = None
+    for known in lookup:
+        if name.startswith(known + "-"):
+            rest = name[len(known) + 1 :].split("-", 1)[0]
+            if rest.isdigit() and len(rest) <= 2:
+                continue
+            if best is None or len(known) > len(best):
+                best = known
+    return lookup[best] if best else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading outside data: usage may be any JSON
+
+
+def _count(value) -> int:
+    """A token count, or 0 for anything that is not a non-negative number."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return value if value > 0 else 0
+    if isinstance(value, float) and value == value and value not in (float("inf"), float("-inf")):
+        return int(value) if value > 0 else 0
+    return 0
+
+
+def _dict(value):
+    return value if isinstance(value, dict) else {}
+
+
+def _is_count(value):
+    """Claude Code's own test for an iteration field: a finite number >= 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return value == value and value not in (float("inf"), float("-inf")) and value >= 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Claude
+
+
+def _cache_split(usage):
+    """(total writes, 1h writes) the way Claude Code reads them."""
+    breakdown = _dict(usage.get("cache_creation"))
+    five = _count(breakdown.get("ephemeral_5m_input_tokens"))
+    hour = _count(breakdown.get("ephemeral_1h_input_tokens"))
+    total = _count(usage.get("cache_creation_input_tokens"))
+    if total == 0:
+        # Claude Code fills a missing total from the breakdown as it accumulates the stream.
+        total = five + hour
+    return total, min(hour, total), min(five, total - min(hour, total))
+
+
+def _claude_part(rates, part):
+    """Picodollars for one request's tokens (no geo premium, no web search)."""
+    base = rates["base"]
+    long = rates["long"]
+    inp = _count(part.get("input_tokens"))
+    out = _count(part.get("output_tokens"))
+    read = _count(part.get("cache_read_input_tokens"))
+    write, hour, _ = _cache_split(part)
+    table = base
+    if long is not None and inp + read + write > long[0]:
+        table = long[1]
+    p_in, p_out, p_5m, p_1h, p_read = table
+    return inp * p_in + out * p_out + read * p_read + hour * p_1h + (write - hour) * p_5m
+
+
+def _claude_iterations(usage):
+    """Per-iteration parts when Claude Code would price them one by one, else None."""
+    iterations = usage.get("iterations")
+    if not isinstance(iterations, list):
+        return None
+    parts = [it for it in iterations if isinstance(it, dict) and it.get("type") == "message"]
+    if not parts:
+        return None
+    for key in _ITERATION_KEYS:
+        if not all(_is_count(it.get(key)) for it in parts):
+            return None
+        top = usage.get(key)
+        if sum(it[key] for it in parts) != (0 if top is None else top):
+            return None
+    # The 1h writes the top level reports beyond what the iterations claim go to the first
+    # iterations with room for them.
+    spare = max(0, _cache_split(usage)[1] - sum(_cache_split(it)[1] for it in parts))
+    out = []
+    for it in parts:
+        write, hour, five = _cache_split(it)
+        extra = min(spare, write - five - hour)
+        spare -= extra
+        part = dict(it)
+        part["cache_creation_input_tokens"] = write
+        part["cache_creation"] = {
+            "ephemeral_1h_input_tokens": hour + extra,
+            "ephemeral_5m_input_tokens": five,
+        }
+        out.append(part)
+    return out
+
+
+def _claude_tokens(table, model, usage, speed, split_iterations=True):
+    """(picodollars before the geo premium, known) for one model's share of a response."""
+    if (
+        isinstance(model, str) and model in table["zero"]
+    ):  # Claude Code's local placeholder, "<synthetic>"
+        return 0, True
+    rates, known = _resolve(table, model, prefix_match=True)
+    if speed == "fast" and rates["fast"] is not None:
+        rates = {"base": rates["fast"], "long": None}
+    parts = None
+    if split_iterations and rates["long"] is not None:
+        parts = _claude_iterations(usage)
+    total = sum(_claude_part(rates, part) for part in (parts or [usage]))
+    return total, known
+
+
+def claude_cost(model: str, usage: dict) -> tuple:
+    """(picodollars, known) for one Claude API response, as Claude Code 2.1.328 prices it.
+
+    ``known`` is False when the model (or an advisor or fallback model inside it) is not in the
+    table and was priced at its family's ceiling: the status reports those models.
+    """
+    tables = _load()
+    table = tables["claude"]
+    usage = _dict(usage)
+    speed = usage.get("speed")
+    geo = usage.get("inference_geo") == "us"
+    iterations = usage.get("iterations")
+    iterations = (
+        [it for it in iterations if isinstance(it, dict)] if isinstance(iterations, list) else []
+    )
+    searches = _count(_dict(usage.get("server_tool_use")).get("web_search_requests"))
+
+    fallbacks = [
+        it
+        for it in iterations
+        if it.get("type") == "fallback_message" and isinstance(it.get("model"), str)
+    ]
+    if fallbacks:
+        # Served by the server-side refusal fallback: Claude Code prices each fallback hop at its
+        # own model with its writes at the 5-minute rate, and not the refused primary.
+        tokens, known = 0, True
+        for hop in fallbacks:
+            flat = {key: hop.get(key) for key in _ITERATION_KEYS}
+            cost, hop_known = _claude_tokens(table, hop["model"], flat, speed, False)
+            tokens += cost
+            known = known and hop_known
+    else:
+        tokens, known = _claude_tokens(table, model, usage, speed)
+
+    for advisor in iterations:
+        if advisor.get("type") != "advisor_message":
+            continue
+        advisor_usage = {key: advisor.get(key) for key in _ITERATION_KEYS}
+        advisor_usage["cache_creation"] = advisor.get("cache_creation")
+        cost, advisor_known = _claude_tokens(
+            table, advisor.get("model"), advisor_usage, None, False
+        )
+        tokens += cost
+        known = known and advisor_known
+
+    tenths = tables["geo_tenths"] if geo else 10
+    picodollars = (tokens * tenths + 5) // 10 + searches * tables["web_search"]
+    return picodollars, known
+
+
+# ---------------------------------------------------------------------------------------------
+# Codex (OpenAI)
+
+
+def codex_cost(model: str, usage: dict, service_tier=None) -> tuple:
+    """(picodollars, known) for one Codex response (``last_token_usage`` or a delta of totals).
+
+    Codex counts cached and cache-written tokens inside ``input_tokens`` and reasoning inside
+    ``output_tokens``, so only the uncached remainder is billed at the input rate.
+    """
+    tables = _load()
+    rates, known = _resolve(tables["openai"], model, prefix_match=False)
+    usage = _dict(usage)
+    inp = _count(usage.get("input_tokens"))
+    cached = min(_count(usage.get("cached_input_tokens")), inp)
+    written = min(_count(usage.get("cache_write_input_tokens")), inp - cached)
+    out = _count(usage.get("output_tokens"))
+
+    priority = isinstance(service_tier, str) and service_tier.lower() in tables["priority_tiers"]
+    long = rates["long"] is not None and inp > rates["long"][0]
+    if priority:
+        table = rates["priority_long"] if long else rates["priority"]
+    else:
+        table = rates["long"][1] if long else rates["std"]
+    p_in, p_cached, p_out, p_write = table
+    picodollars = (inp - cached - written) * p_in + cached * p_cached + written * p_write
+    return picodollars + out * p_out, known
