@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Install the pinned host CLIs (Claude Code, Codex) for the end-to-end tests into
+# tests/e2e/.hosts/ (gitignored). Idempotent: does nothing when the pinned versions are
+# already installed. Prints the two binary paths (claude first, then codex).
+#
+# The versions are pinned here rather than in a package.json so that the install prefix stays
+# a throwaway folder: `npm install --prefix tests/e2e/.hosts <pkg>@<version>` writes its own
+# package.json/package-lock.json inside .hosts/. Bump both pins together with the fixtures
+# recorded under tests/fixtures/ (they were recorded with these exact versions).
+set -euo pipefail
+
+CLAUDE_VERSION="2.1.328"
+CODEX_VERSION="0.169.0"
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+prefix="$here/.hosts"
+claude_bin="$prefix/node_modules/.bin/claude"
+codex_bin="$prefix/node_modules/.bin/codex"
+
+installed_version() {
+  # $1: package name; prints the installed version or nothing
+  local pj="$prefix/node_modules/$1/package.json"
+  [ -f "$pj" ] && node -e 'process.stdout.write(require(process.argv[1]).version)' "$pj" || true
+}
+
+if [ "$(installed_version @anthropic-ai/claude-code)" != "$CLAUDE_VERSION" ] ||
+   [ "$(installed_version @openai/codex)" != "$CODEX_VERSION" ] ||
+   [ ! -x "$claude_bin" ] || [ ! -x "$codex_bin" ]; then
+  mkdir -p "$prefix"
+  npm install --prefix "$prefix" --no-audit --no-fund --save-exact --loglevel=error \
+    "@anthropic-ai/claude-code@$CLAUDE_VERSION" "@openai/codex@$CODEX_VERSION" >&2
+fi
+
+echo "$claude_bin"
+echo "$codex_bin"
