@@ -37,7 +37,7 @@ if _json is not None:
         text = text.strip(_WHITESPACE)
         try:
             value, end = _scan(text, 0)
-        except Exception:  # noqa: BLE001 - the scanner reports errors through `json`'s classes
+        except Exception:  # the scanner reports errors through `json`'s classes
             end = -1
         if end != len(text):
             # Only invalid input pays for `json`: it gives the precise error, as a ValueError.

@@ -232,7 +232,7 @@ class Ledger:
             old = self.known.get(key)
         if old is not None:
             if (out, pusd) <= (old[2], old[1]):
-                return  # an earlier row of a response already counted
+                return  # an earlier row of a response already counted (or a stale correction)
             self._book(old, -1)
         entry = [key, pusd, out, model, agent, day]
         self._book(entry, 1)
@@ -245,6 +245,33 @@ class Ledger:
         self._appended.append(jsonio.dumps(entry) + "\n")
         if not known_model and model not in self.state["unpriced"]:
             self.state["unpriced"].append(model)
+
+    # -- requests the host bills but does not write as responses (compaction, side requests)
+
+    def estimate_unwritten(self, key, model, pusd, day):
+        """Count an estimate for a billed request the transcript does not show (a compaction)."""
+        side = self.state.setdefault("side", {"est": {}, "host": 0})
+        if key in side["est"]:
+            return
+        side["est"][key] = model
+        self.usage("est:" + key, "main", model, pusd, True, 0, day)
+
+    def reconcile(self, host_total, model, day):
+        """Take the host's own session total: estimates give way to what it billed.
+
+        What the transcripts priced stays as it is; the difference, when positive, is booked to
+        the main thread (under its current model) as the requests the transcript never showed.
+        A host figure below ours (a model we price higher than the host) changes nothing.
+        """
+        side = self.state.setdefault("side", {"est": {}, "host": 0})
+        stamp = time.time_ns() // 1000  # corrections must outrank every earlier one
+        for key, estimated_model in side["est"].items():
+            self.usage("est:" + key, "main", estimated_model, 0, True, stamp, day)
+        side["est"] = {}
+        extra = max(0, host_total - (self.state["spend"]["total"] - side["host"]))
+        if extra != side["host"]:
+            side["host"] = extra
+            self.usage("side", "main", model, extra, True, stamp, day)
 
     def _book(self, entry, sign):
         _, pusd, _, model, agent, day = entry

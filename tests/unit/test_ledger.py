@@ -67,7 +67,7 @@ def test_codex_recorded_sessions_priced_exactly(guard_env, tmp_path, name):
 
 
 def test_codex_subagents_are_found_and_attributed(guard_env, tmp_path):
-    rollouts, inputs = codex_session("subagent", tmp_path / "codex")
+    _, inputs = codex_session("subagent", tmp_path / "codex")
     root_call = next(p for p in inputs if "agent_id" not in p)
     guard_env.run(root_call)  # the main thread alone: its folder holds the children too
     spend, by_agent = spend_of(guard_env.state_dir, "codex", root_call["session_id"])

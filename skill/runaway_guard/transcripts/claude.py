@@ -25,11 +25,12 @@ def sync(ledger, call):
     if not main or not call.session_id:
         return False
     files = ledger.state["files"]
-    targets = [(main, "main")]
     folder = os.path.dirname(main)
-    targets.extend(_subagent_files(os.path.join(folder, call.session_id, "subagents")))
+    # Subagents first: a cost-state record in the main file totals them too (see reconcile).
+    targets = _subagent_files(os.path.join(folder, call.session_id, "subagents"))
     if _old_layout(files.get(main)):
         targets.extend(_sibling_files(folder, call.session_id, files))
+    targets.append((main, "main"))
     for path, agent in targets:
         entry = files.get(path)
         if entry is None:
@@ -117,7 +118,12 @@ class _Reader:
         self.agent = entry["agent"]
 
     def line(self, raw):
-        wanted = b'"usage"' in raw or (b'"tool_result"' in raw and self.ledger.waiting_for(raw))
+        wanted = (
+            b'"usage"' in raw
+            or (b'"tool_result"' in raw and self.ledger.waiting_for(raw))
+            or b'"compact_boundary"' in raw
+            or b'"cost-state"' in raw
+        )
         if not wanted and b'"version"' in raw and "ver" not in self.entry:
             wanted = True
         if not wanted:
@@ -130,10 +136,16 @@ class _Reader:
             return
         if "ver" not in self.entry and isinstance(record.get("version"), str):
             self.entry["ver"] = record["version"]
+        kind = record.get("type")
+        if kind == "cost-state":
+            self._cost_state(record)
+            return
+        if kind == "system" and record.get("subtype") == "compact_boundary":
+            self._compaction(record)
+            return
         message = record.get("message")
         if not isinstance(message, dict):
             return
-        kind = record.get("type")
         if kind == "assistant":
             self._response(record, message)
         elif kind == "user":
@@ -146,6 +158,9 @@ class _Reader:
             return
         if not isinstance(model, str) or model == "<synthetic>":
             return
+        requested = record.get("requestedModel")
+        if isinstance(requested, str) and requested:
+            model = requested  # Claude Code prices the model it asked for (seen on 2.1.328)
         key = message.get("id") or record.get("requestId")
         if not isinstance(key, str) or not key:
             return
@@ -155,8 +170,41 @@ class _Reader:
             if isinstance(sidechain_agent, str) and sidechain_agent:
                 agent = sidechain_agent
         pusd, known = pricing.claude_cost(model, usage)
+        paused = message.get("pausedResponses")
+        if isinstance(paused, list):
+            # Segments before a pause limit are billed on their own; the row's usage is the rest.
+            for segment in paused:
+                if isinstance(segment, dict) and isinstance(segment.get("usage"), dict):
+                    pusd += pricing.claude_cost(model, segment["usage"])[0]
         out = number(usage.get("output_tokens"))
         self.ledger.usage(key, agent, model, pusd, known, out, local_day(record.get("timestamp")))
+        if agent == "main":
+            self.entry["model"] = model
+
+    def _compaction(self, record):
+        """Compaction is billed but not written as a response: estimate it from its size until a
+        cost-state record brings Claude Code's own figure."""
+        meta = record.get("compactMetadata")
+        key = record.get("uuid")
+        if not isinstance(meta, dict) or not isinstance(key, str) or self.agent != "main":
+            return
+        model = self.entry.get("model") or "claude-opus"
+        usage = {
+            "input_tokens": number(meta.get("preTokens")),
+            "output_tokens": number(meta.get("postTokens")),
+        }
+        pusd = pricing.claude_cost(model, usage)[0]
+        self.ledger.estimate_unwritten(key, model, pusd, local_day(record.get("timestamp")))
+
+    def _cost_state(self, record):
+        """Claude Code's own running total: written when it saves its cost ledger (each run's end,
+        /clear), it includes the requests no transcript shows."""
+        total = record.get("totalCostUSD")
+        if self.agent != "main" or isinstance(total, bool) or not isinstance(total, (int, float)):
+            return
+        if 0 <= total < 1e9:
+            model = self.entry.get("model") or "claude-opus"
+            self.ledger.reconcile(round(total * 10**12), model, local_day(record.get("timestamp")))
 
     def _results(self, content):
         if not isinstance(content, list):

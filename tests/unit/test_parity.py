@@ -1,0 +1,103 @@
+"""Spend parity: on sessions recorded from the real Claude Code 2.1.328 (tests/fixtures/claude),
+the guard's total equals the `total_cost_usd` Claude Code printed, to 1e-6 USD."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from runaway_guard import hosts, ledger
+from test_ledger import FakeCall, sync_once
+
+FIXTURES = ROOT / "tests" / "fixtures" / "claude"
+EXACT = ["models", "long_prompt", "failures", "placeholders", "compaction"]
+
+
+def recorded(name, tmp_path):
+    shutil.copytree(FIXTURES / name, tmp_path / name)
+    result = json.loads((FIXTURES / name / "result.json").read_text())
+    main = tmp_path / name / f"{result['session_id']}.jsonl"
+    return main, result
+
+
+@pytest.mark.parametrize("name", EXACT)
+def test_spend_equals_claude_codes_own_total(tmp_path, name):
+    main, result = recorded(name, tmp_path)
+    spend = sync_once(
+        tmp_path / "state", hosts.CLAUDE, FakeCall(hosts.CLAUDE, result["session_id"], main)
+    )
+    assert abs(spend["total"] / 1e12 - result["total_cost_usd"]) < 1e-6
+
+
+def test_parity_through_the_hook_with_subagents_fast_mode_us_and_web_search(guard_env, tmp_path):
+    main, result = recorded("models", tmp_path)
+    rows = [json.loads(line) for line in main.read_text().splitlines()]
+    usages = [r["message"]["usage"] for r in rows if r.get("type") == "assistant"]
+    assert any(u.get("speed") == "fast" for u in usages)
+    assert any(u.get("inference_geo") == "us" for u in usages)
+    assert any(u.get("server_tool_use", {}).get("web_search_requests") for u in usages)
+    assert any(u.get("cache_creation", {}).get("ephemeral_1h_input_tokens") for u in usages)
+    assert list(main.parent.glob(f"{result['session_id']}/subagents/agent-*.jsonl"))
+    guard_env.run(
+        {
+            "session_id": result["session_id"],
+            "transcript_path": str(main),
+            "cwd": str(tmp_path),
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "true"},
+            "tool_use_id": "toolu_parity",
+        }
+    )
+    with ledger.Ledger(str(guard_env.state_dir), hosts.CLAUDE, result["session_id"]) as book:
+        spend = book.state["spend"]
+    assert abs(spend["total"] / 1e12 - result["total_cost_usd"]) < 1e-6
+    assert len(spend["agent"]) == 2 and len(spend["model"]) == 2
+
+
+def test_compaction_estimated_then_reconciled_run_by_run(tmp_path):
+    """Each run of the recorded session ends with a cost-state record: Claude Code's own total,
+    which includes the compaction requests that no assistant record shows."""
+    main, result = recorded("compaction", tmp_path)
+    lines = main.read_bytes().splitlines(keepends=True)
+    cost_states = [i for i, line in enumerate(lines) if b'"type":"cost-state"' in line]
+    boundaries = [i for i, line in enumerate(lines) if b'"compact_boundary"' in line]
+    per_run = [
+        json.loads((FIXTURES / "compaction" / f"result.{n}.json").read_text()) for n in (1, 2, 3)
+    ]
+    assert len(cost_states) == len(per_run) == 3 and len(boundaries) == 2
+    call = FakeCall(hosts.CLAUDE, result["session_id"], main)
+    state = tmp_path / "state"
+
+    # Before the first cost-state: the transcript alone, plus an estimate for the compaction.
+    main.write_bytes(b"".join(lines[: boundaries[0]]))
+    plain = sync_once(state, hosts.CLAUDE, call)["total"]
+    main.write_bytes(b"".join(lines[: boundaries[0] + 1]))
+    estimated = sync_once(state, hosts.CLAUDE, call)["total"]
+    assert estimated > plain
+    for end, run in zip(cost_states, per_run):
+        main.write_bytes(b"".join(lines[: end + 1]))
+        spend = sync_once(state, hosts.CLAUDE, call)
+        assert abs(spend["total"] / 1e12 - run["total_cost_usd"]) < 1e-6
+        assert sum(spend["model"].values()) == sum(spend["agent"].values()) == spend["total"]
+
+
+def test_unknown_model_is_priced_dearer_than_claude_code_and_reported(guard_env, tmp_path):
+    main, result = recorded("unknown_model", tmp_path)
+    session = result["session_id"]
+    guard_env.run(
+        {
+            "session_id": session,
+            "transcript_path": str(main),
+            "cwd": str(tmp_path),
+            "tool_name": "Read",
+            "tool_input": {"file_path": "/x"},
+            "tool_use_id": "toolu_unknown",
+        }
+    )
+    with ledger.Ledger(str(guard_env.state_dir), hosts.CLAUDE, session) as book:
+        state = book.state
+    assert state["unpriced"] == ["claude-nova-9"]
+    assert state["spend"]["total"] / 1e12 >= result["total_cost_usd"]
+    assert Path(main).exists()
