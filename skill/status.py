@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Where a runaway-guard session stands, and the person's controls over it.
+
+    python3 status.py [--session ID] [--json]      the session's spend, caps, wires, forecast
+    python3 status.py --today [--json]             every session of today, both hosts
+    python3 status.py [--session ID] --raise-cap USD | --clear | --off | --on
+
+Without --session: the session the guard saw last in this project (else anywhere). The logic is
+in runaway_guard/report.py; this file only parses arguments and prints. Exit 0, or 2 for bad
+usage or an unknown session.
+"""
+
+import argparse
+import os
+import sys
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog="status.py",
+        description="Where a runaway-guard session stands: spend, caps, failures, loops.",
+    )
+    parser.add_argument("--session", metavar="ID", help="a session id, host:id, or its start")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    actions = parser.add_mutually_exclusive_group()
+    actions.add_argument("--today", action="store_true", help="today's sessions, both hosts")
+    actions.add_argument("--raise-cap", metavar="USD", help="set this session's cap (USD)")
+    actions.add_argument("--clear", action="store_true", help="clear failure and loop stops")
+    actions.add_argument("--off", action="store_true", help="turn the guard off for the session")
+    actions.add_argument("--on", action="store_true", help="turn it back on")
+    return parser
+
+
+def _amount(text):
+    try:
+        value = float(text.strip().lstrip("$").replace(",", ""))
+    except ValueError:
+        return None
+    return value if value == value and 0 < value < float("inf") else None
+
+
+def main(argv=None):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from runaway_guard import config, report
+
+    args = _parser().parse_args(argv)  # exits 2 on bad usage
+    state_dir = config.load(os.getcwd()).state_dir
+    try:
+        if args.today:
+            today = report.today_rows(state_dir)
+            print(report.to_json(today) if args.json else report.render_today(today), end="")
+            if args.json:
+                print()
+            return 0
+        path, state = report.find_session(state_dir, args.session, os.getcwd())
+        action = None
+        value = None
+        if args.raise_cap is not None:
+            value = _amount(args.raise_cap)
+            if value is None:
+                raise report.StatusError(
+                    f"--raise-cap needs an amount in USD above 0, like 40 (got {args.raise_cap!r})"
+                )
+            action = "raise-cap"
+        elif args.clear:
+            action = "clear"
+        elif args.off:
+            action = "off"
+        elif args.on:
+            action = "on"
+        if action:
+            code, message = report.control(state_dir, state, action, value)
+            print(message, file=sys.stderr if code else sys.stdout)
+            return code
+        status = report.build(path, state, state_dir)
+        if args.json:
+            print(report.to_json(status))
+        else:
+            print(report.render(status), end="")
+        return 0
+    except report.StatusError as error:
+        print(f"status.py: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:  # `status.py --json | head`: the reader had enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 0
+    sys.exit(code)
