@@ -27,7 +27,7 @@ _KNOWN_FILE_KEYS = (*DEFAULTS, "state_dir", "off")
 class Config:
     """The effective limits, where they came from, and what was wrong with the inputs."""
 
-    def __init__(self, values, state_dir, off, problems, sources):
+    def __init__(self, values, state_dir, off, problems, sources, user_path):
         self.max_usd = values["max_usd"]
         self.warn_at = values["warn_at"]
         self.daily_usd = values["daily_usd"]
@@ -37,6 +37,7 @@ class Config:
         self.off = off
         self.problems = problems
         self.sources = sources
+        self.user_path = user_path
 
 
 def user_config_path(environ=os.environ):
@@ -170,4 +171,4 @@ def load(cwd=None, environ=os.environ):
     if not isinstance(state_dir, str) or not state_dir:
         state_dir = default_state_dir(environ)
     off = environ.get(PREFIX + "OFF", "") == "1" or user.get("off") is True
-    return Config(values, os.path.expanduser(state_dir), off, problems, sources)
+    return Config(values, os.path.expanduser(state_dir), off, problems, sources, user_path)

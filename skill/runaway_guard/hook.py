@@ -51,24 +51,19 @@ def _decide(book, call, settings):
         state["prompt"] = call.prompt_id
 
     has_transcript = _READERS[call.host].sync(book, call)
-    spent = state["spend"]["total"]
-    today = time.strftime("%Y-%m-%d")
-    session_key = f"{call.host}:{call.session_id}"
-    daily = ledger.daily_spend(
-        settings.state_dir, today, session_key, state["spend"]["day"].get(today, 0)
-    )
+    daily = _daily_spend(state, call, settings)
     if state["off"]:
         return ""
 
-    control = controls.classify(call, settings.state_dir, config.user_config_path())
+    call_hash = fingerprint([call.tool, call.tool_input])
+    control = controls.classify(call, settings.state_dir, settings.user_path)
     if control == controls.STATUS:
         decision = None
     elif control == controls.LOOSEN:
         decision = _loosen_decision(call)
     else:
-        decision = _wires(book, call, settings, spent, daily)
+        decision = _wires(book, call, call_hash, settings, daily)
 
-    call_hash = fingerprint([call.tool, call.tool_input])
     if control == controls.STATUS:
         pass  # a status call is invisible to the wires: it must not break a failure run or loop
     elif call.tool_use_id and has_transcript:
@@ -96,10 +91,23 @@ def _decide(book, call, settings):
     return answer
 
 
-def _wires(book, call, settings, spent, daily):
+def _daily_spend(state, call, settings):
+    """Every session's spend today; the shared daily file is touched only when it must be."""
+    today = time.strftime("%Y-%m-%d")
+    mine = state["spend"]["day"].get(today, 0)
+    if state["daily_written"].get(today) != mine:
+        state["daily_written"] = {today: mine}
+        key = f"{call.host}:{call.session_id}"
+        return ledger.daily_spend(settings.state_dir, today, key, mine)
+    if settings.daily_usd > 0:
+        return ledger.daily_spend(settings.state_dir, today)
+    return mine
+
+
+def _wires(book, call, call_hash, settings, daily):
     state = book.state
     record = book.agent(call.agent)
-    call_hash = fingerprint([call.tool, call.tool_input])
+    spent = state["spend"]["total"]
     cap = state["cap_usd"] if state["cap_usd"] is not None else settings.max_usd
     status = status_command()
     return wires.strongest(
