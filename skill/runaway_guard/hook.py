@@ -115,7 +115,7 @@ def _wires(book, call, call_hash, settings, daily):
             wires.failure_wire(record, settings.max_failures),
             wires.loop_wire(record, call_hash, settings.max_repeats),
             wires.spend_wire(
-                wires.usd(spent),
+                spent,
                 cap,
                 settings.warn_at,
                 state["warned"],
@@ -124,7 +124,7 @@ def _wires(book, call, call_hash, settings, daily):
                 f"{status} --raise-cap <USD>",
             ),
             wires.spend_wire(
-                wires.usd(daily),
+                daily,
                 settings.daily_usd,
                 settings.warn_at,
                 state["warned"],

@@ -109,12 +109,14 @@ def loop_wire(record, call_hash, limit):
     return None
 
 
-def spend_wire(spent, cap, warn_at, warned, scope, tool, how_to_raise):
-    """Spend against a cap (session or day); warned remembers the cap already warned about."""
+def spend_wire(spent_pico, cap, warn_at, warned, scope, tool, how_to_raise):
+    """Spend (picodollars) against a cap in USD, session or day, compared exactly in
+    picodollars; warned remembers the cap already warned about."""
     if cap <= 0:
         return None
     name = "session" if scope == "session" else "daily"
-    if spent >= cap:
+    spent = usd(spent_pico)
+    if spent_pico >= round(cap * PICO):
         return {
             "kind": STOP,
             "wire": scope,
@@ -127,7 +129,7 @@ def spend_wire(spent, cap, warn_at, warned, scope, tool, how_to_raise):
                 f"of {money(cap)}. To go on, raise it: {how_to_raise}"
             ),
         }
-    if spent < warn_at * cap:
+    if spent_pico < round(warn_at * cap * PICO):
         return None
     if tool in SPAWN_TOOLS:
         return {

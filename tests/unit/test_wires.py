@@ -242,3 +242,100 @@ def test_no_transcript_loop_wire_from_hook_input_alone(guard_env):
         )
     assert answers[:5] == [None] * 5
     assert answers[5] == "deny"
+
+
+def spend_calls(guard_env, host, tmp_path, responses, cost_usage, **env):
+    """Each response costs the same; the guard's answers to the calls that follow them."""
+    answers = []
+    if host == "claude":
+        transcript = tmp_path / "p" / "s1.jsonl"
+        for i in range(responses):
+            tool = "Agent" if i == responses - 1 else "Bash"
+            tool_input = {"prompt": "go"} if tool == "Agent" else {"command": f"step {i}"}
+            jsonl(
+                transcript,
+                [
+                    assistant(
+                        f"m{i}",
+                        model="claude-opus-4-8",
+                        use=cost_usage,
+                        tool=(f"t{i}", tool, tool_input),
+                    )
+                ],
+            )
+            payload = pre_tool_use(transcript, f"t{i}", tool, tool_input)
+            answers.append(guard_env.answer(payload, **env))
+            jsonl(transcript, [result(f"t{i}", f"out {i}")])
+        return answers
+    rollout = tmp_path / "sessions" / "rollout-2026-11-30T10-00-00-root.jsonl"
+    jsonl(
+        rollout,
+        [
+            {"type": "session_meta", "payload": {"id": "root", "session_id": "root"}},
+            {"type": "turn_context", "payload": {"model": "gpt-5.5"}},
+        ],
+    )
+    for i in range(responses):
+        jsonl(
+            rollout,
+            [
+                {
+                    "timestamp": "2026-11-30T10:00:00Z",
+                    "type": "token_usage_record",
+                    "payload": {"thread_id": "root", "response_id": f"r{i}", "usage": cost_usage},
+                }
+            ],
+        )
+        tool = "collaborationspawn_agent" if i == responses - 1 else "Bash"
+        line = guard_env.run(
+            {
+                "session_id": "root",
+                "turn_id": "t",
+                "transcript_path": str(rollout),
+                "cwd": "/tmp",
+                "hook_event_name": "PreToolUse",
+                "model": "gpt-5.5",
+                "tool_name": tool,
+                "tool_input": {"command": f"step {i}"},
+                "tool_use_id": f"c{i}",
+            },
+            **env,
+        )
+        answers.append(json.loads(line) if line else None)
+    return answers
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("host", ["claude", "codex"])
+def test_spend_wire_warns_refuses_subagents_then_stops(guard_env, tmp_path, host):
+    # Each response costs $0.01: 2,000 input tokens at $5 per million.
+    cost = {"input_tokens": 2000, "output_tokens": 0}
+    answers = spend_calls(guard_env, host, tmp_path, 8, cost, RUNAWAY_GUARD_MAX_USD="0.05")
+    kinds = [decision(a) for a in answers]
+    # $0.01 … $0.03: quiet; $0.04 = 80 %: told once; $0.05: the cap; the last call is a spawn.
+    assert kinds[:3] == [None, None, None]
+    assert kinds[3] == "tell"
+    if host == "claude":
+        assert answers[3]["systemMessage"].startswith("runaway-guard: session spend $0.04")
+        assert kinds[4:] == ["stop", "stop", "stop", "stop"]
+        assert answers[4]["stopReason"].startswith("runaway-guard stopped the agent")
+    else:
+        assert kinds[4:] == ["deny"] * 4
+        for answer in answers[4:]:
+            assert set(answer["hookSpecificOutput"]) == {
+                "hookEventName",
+                "permissionDecision",
+                "permissionDecisionReason",
+            }
+
+
+@pytest.mark.parametrize("host", ["claude", "codex"])
+def test_spawning_is_refused_first(guard_env, tmp_path, host):
+    cost = {"input_tokens": 2000, "output_tokens": 0}
+    answers = spend_calls(guard_env, host, tmp_path, 5, cost, RUNAWAY_GUARD_MAX_USD="0.06")
+    kinds = [decision(a) for a in answers]
+    # At $0.05 of $0.06 (over the 80 % warning) a new subagent is refused, the work goes on.
+    assert kinds == [None, None, None, None, "deny"]
+    assert "no new subagents" in answers[-1]["hookSpecificOutput"]["permissionDecisionReason"]

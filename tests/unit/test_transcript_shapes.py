@@ -1,0 +1,92 @@
+"""Every transcript shape the readers must know: old subagent layouts, token_count fallbacks."""
+
+import json
+
+from claude_records import assistant, usage
+from conftest import jsonl
+from runaway_guard import hosts
+from test_ledger import CODEX_EXPECTED, FakeCall, codex_session, sync_once
+
+OPUS_ROW = (3 * 5 + 10 * 25) * 10**6  # usage() priced at claude-opus-4-8, in picodollars
+
+
+def test_sidechain_records_in_the_main_file_are_their_agents_spend(tmp_path):
+    """Claude Code up to 2.0.27 wrote subagents into the main file with isSidechain."""
+    main = jsonl(
+        tmp_path / "s1.jsonl",
+        [
+            assistant("m1", model="claude-opus-4-8", version="2.0.20"),
+            assistant("m2", model="claude-opus-4-8", isSidechain=True, agentId="ag1"),
+            assistant("m3", model="claude-opus-4-8", isSidechain=True, agentId="ag1"),
+        ],
+    )
+    spend = sync_once(tmp_path / "state", hosts.CLAUDE, FakeCall(hosts.CLAUDE, "s1", main))
+    assert spend["agent"] == {"main": OPUS_ROW, "ag1": 2 * OPUS_ROW}
+
+
+def test_sibling_agent_files_of_older_versions_belong_by_session_id(tmp_path):
+    """2.0.28 to 2.1.1 wrote agent-<id>.jsonl beside the session file, for every session."""
+    main = jsonl(tmp_path / "s1.jsonl", [assistant("m1", model="claude-opus-4-8", version="2.1.0")])
+    jsonl(tmp_path / "agent-a1.jsonl", [assistant("a1", model="claude-opus-4-8", sessionId="s1")])
+    other = assistant("x1", model="claude-opus-4-8", sessionId="another-session")
+    jsonl(tmp_path / "agent-b2.jsonl", [other])
+    spend = sync_once(tmp_path / "state", hosts.CLAUDE, FakeCall(hosts.CLAUDE, "s1", main))
+    assert spend["agent"] == {"main": OPUS_ROW, "a1": OPUS_ROW}
+
+
+def test_sibling_files_are_not_looked_for_once_the_version_is_new(tmp_path):
+    main = jsonl(tmp_path / "s1.jsonl", [assistant("m1", model="claude-opus-4-8")])
+    call = FakeCall(hosts.CLAUDE, "s1", main)
+    sync_once(tmp_path / "state", hosts.CLAUDE, call)  # reads version 2.1.328
+    jsonl(tmp_path / "agent-a1.jsonl", [assistant("a1", model="claude-opus-4-8", sessionId="s1")])
+    spend = sync_once(tmp_path / "state", hosts.CLAUDE, call)
+    assert spend["agent"] == {"main": OPUS_ROW}
+
+
+def test_synthetic_and_api_error_rows_are_not_priced(tmp_path):
+    main = jsonl(
+        tmp_path / "s1.jsonl",
+        [
+            assistant("m1", model="<synthetic>", use=usage(inp=10**6)),
+            assistant("m2", model="claude-opus-4-8", isApiErrorMessage=True, use=usage(inp=10**6)),
+            assistant("m3", model="claude-opus-4-8"),
+        ],
+    )
+    spend = sync_once(tmp_path / "state", hosts.CLAUDE, FakeCall(hosts.CLAUDE, "s1", main))
+    assert spend["total"] == OPUS_ROW
+
+
+def test_codex_token_count_fallback_without_usage_records(tmp_path):
+    """Builds before ~0.151 wrote only cumulative token_count events, re-emitted unchanged too."""
+    rollouts, inputs = codex_session("usage", tmp_path / "codex")
+    (rollout,) = rollouts
+    lines = rollout.read_text().splitlines(keepends=True)
+    kept = []
+    for line in lines:
+        record = json.loads(line)
+        if record.get("type") == "token_usage_record":
+            continue
+        kept.append(line)
+        if record.get("payload", {}).get("type") == "token_count":
+            kept.append(line)  # a re-emit with unchanged totals must not count twice
+    assert len(kept) < len(lines) + 12
+    rollout.write_text("".join(kept))
+    call = FakeCall(hosts.CODEX, inputs[0]["session_id"], rollout)
+    spend = sync_once(tmp_path / "state", hosts.CODEX, call)
+    assert spend["total"] == round(CODEX_EXPECTED["usage"] * 1e12)
+    assert set(spend["model"]) == {"gpt-5.5", "gpt-5.1-codex-max"}
+
+
+def test_codex_model_carried_from_one_read_to_the_next(tmp_path):
+    rollouts, inputs = codex_session("usage", tmp_path / "codex")
+    (rollout,) = rollouts
+    data = rollout.read_bytes()
+    cut = data.index(b'"token_usage_record"')
+    cut = data.rindex(b"\n", 0, cut) + 1  # the first usage record starts a later read
+    rollout.write_bytes(data[:cut])
+    call = FakeCall(hosts.CODEX, inputs[0]["session_id"], rollout)
+    assert sync_once(tmp_path / "state", hosts.CODEX, call)["total"] == 0
+    rollout.write_bytes(data)
+    spend = sync_once(tmp_path / "state", hosts.CODEX, call)
+    assert "gpt-unknown" not in spend["model"]
+    assert spend["total"] == round(CODEX_EXPECTED["usage"] * 1e12)
