@@ -63,9 +63,11 @@ class GuardEnv:
         )
 
     def config(self, **values):
+        """Write the user's config file; its path."""
         path = self.home / ".config" / "runaway-guard" / "config.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
+        return path
 
 
 @pytest.fixture

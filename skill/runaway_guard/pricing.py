@@ -72,7 +72,7 @@ def normalize_model(model: str) -> str:
         return ""
     patterns = _patterns()
     name = patterns["context"].sub("", model.strip().lower())
-    name = name.rsplit("/", 1)[-1]
+    name = name.rsplit("/", 1)[-1].strip()
     name = patterns["provider"].sub("", name)
     if name.startswith("claude-"):
         name = patterns["dotted"].sub(r"\1-", name)

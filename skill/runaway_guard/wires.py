@@ -51,62 +51,47 @@ def _ladder(record, wire, firing):
     return DENY if count == 0 else ASK if count == 1 else STOP
 
 
-def failure_wire(record, limit):
-    fails = record["fails"]
-    kind = _ladder(record, "failure", fails >= limit)
+def _count_wire(record, wire, count, limit, texts):
+    """A counting wire: a note one step before the limit, the ladder from the limit on.
+
+    texts(count) gives (reason for the model, message for the person, note for the model).
+    """
+    kind = _ladder(record, wire, count >= limit)
     if kind:
-        return {
-            "kind": kind,
-            "wire": "failure",
-            "model": (
-                f"runaway-guard: {fails} tool calls in a row have failed. Stop retrying. "
-                "Read the last error, say what is blocking you, and change approach or ask "
-                "the user for help instead of trying again."
-            ),
-            "person": (
-                f"runaway-guard: this agent's last {fails} tool calls failed in a row "
-                f"(limit {limit})."
-            ),
-        }
-    if fails == limit - 1 and fails > 0:
-        return {
-            "kind": TELL,
-            "wire": "failure",
-            "model": (
-                f"runaway-guard: {fails} tool calls in a row have failed. One more failure and "
-                "further calls will be refused. Step back and rethink the approach."
-            ),
-        }
+        model, person, _ = texts(count)
+        return {"kind": kind, "wire": wire, "model": model, "person": person}
+    if count == limit - 1 and count > 0:
+        return {"kind": TELL, "wire": wire, "model": texts(count)[2]}
     return None
+
+
+def failure_wire(record, limit):
+    def texts(fails):
+        return (
+            f"runaway-guard: {fails} tool calls in a row have failed. Stop retrying. Read the "
+            "last error, say what is blocking you, and change approach or ask the user for help "
+            "instead of trying again.",
+            f"runaway-guard: this agent's last {fails} tool calls failed in a row (limit {limit}).",
+            f"runaway-guard: {fails} tool calls in a row have failed. One more failure and "
+            "further calls will be refused. Step back and rethink the approach.",
+        )
+
+    return _count_wire(record, "failure", record["fails"], limit, texts)
 
 
 def loop_wire(record, call_hash, limit):
-    repeats = loop_repeats(record["hist"], call_hash)
-    kind = _ladder(record, "loop", repeats >= limit)
-    if kind:
-        return {
-            "kind": kind,
-            "wire": "loop",
-            "model": (
-                f"runaway-guard: this exact call already ran {repeats} times with the same "
-                "result; running it again will not change anything. Do something different: "
-                "change the input, try another approach, or ask the user."
-            ),
-            "person": (
-                f"runaway-guard: the agent is repeating the same call with the same result "
-                f"({repeats} times, limit {limit})."
-            ),
-        }
-    if repeats == limit - 1 and repeats > 0:
-        return {
-            "kind": TELL,
-            "wire": "loop",
-            "model": (
-                f"runaway-guard: this exact call already ran {repeats} times with the same "
-                "result. Repeating it again will be refused; try something different."
-            ),
-        }
-    return None
+    def texts(repeats):
+        return (
+            f"runaway-guard: this exact call already ran {repeats} times with the same result; "
+            "running it again will not change anything. Do something different: change the "
+            "input, try another approach, or ask the user.",
+            "runaway-guard: the agent is repeating the same call with the same result "
+            f"({repeats} times, limit {limit}).",
+            f"runaway-guard: this exact call already ran {repeats} times with the same result. "
+            "Repeating it again will be refused; try something different.",
+        )
+
+    return _count_wire(record, "loop", loop_repeats(record["hist"], call_hash), limit, texts)
 
 
 def spend_wire(spent_pico, cap, warn_at, warned, scope, tool, how_to_raise):

@@ -5,7 +5,6 @@ transcripts written here, then status.py is run the way a person runs it: a proc
 """
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from claude_records import assistant, result, usage
-from conftest import GUARD, SKILL, jsonl
+from conftest import SKILL, GuardEnv, jsonl
 from runaway_guard import ledger, pricing, report
 
 STATUS = SKILL / "status.py"
@@ -26,20 +25,11 @@ def now_iso():
     return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
 
 
-class World:
-    """A private HOME, state dir and projects; runs the guard and status.py as processes."""
+class World(GuardEnv):
+    """GuardEnv with projects; runs the guard and status.py as processes."""
 
     def __init__(self, root):
-        self.root = Path(root)
-        self.home = self.root / "home"
-        self.home.mkdir(parents=True, exist_ok=True)
-        self.state_dir = self.root / "state"
-        self.env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(self.home),
-            "XDG_CONFIG_HOME": str(self.home / ".config"),
-            "RUNAWAY_GUARD_STATE_DIR": str(self.state_dir),
-        }
+        super().__init__(root)
         self.count = 0
 
     def project(self, name):
@@ -48,14 +38,7 @@ class World:
         return path
 
     def guard(self, payload, **env):
-        done = subprocess.run(
-            [sys.executable, str(GUARD)],
-            input=json.dumps(payload).encode(),
-            capture_output=True,
-            env={**self.env, **env},
-            timeout=60,
-            check=True,
-        )
+        done = self.process(payload, **env)
         assert done.returncode == 0
         line = done.stdout.decode().strip()
         return json.loads(line) if line else None
@@ -80,12 +63,6 @@ class World:
     def state(self, host, session):
         _, base = ledger.session_paths(str(self.state_dir), host, session)
         return json.loads(Path(base + ".json").read_text())
-
-    def config(self, **values):
-        path = self.home / ".config" / "runaway-guard" / "config.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(values))
-        return path
 
     def next_id(self, prefix):
         self.count += 1
