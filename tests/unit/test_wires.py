@@ -339,3 +339,21 @@ def test_spawning_is_refused_first(guard_env, tmp_path, host):
     # At $0.05 of $0.06 (over the 80 % warning) a new subagent is refused, the work goes on.
     assert kinds == [None, None, None, None, "deny"]
     assert "no new subagents" in answers[-1]["hookSpecificOutput"]["permissionDecisionReason"]
+
+
+def test_installed_twice_every_call_counted_once(guard_env, tmp_path):
+    """User and project settings both run the guard: two processes see every call."""
+    transcript = tmp_path / "p" / "s1.jsonl"
+    answers = []
+    for i in range(7):
+        tool_input = {"command": f"make target{i}"}
+        jsonl(transcript, [assistant(f"m{i}", tool=(f"t{i}", "Bash", tool_input))])
+        payload = pre_tool_use(transcript, f"t{i}", "Bash", tool_input)
+        first, second = guard_env.run(payload), guard_env.run(payload)
+        assert first == second
+        answers.append(decision(json.loads(first)) if first else None)
+        text, error = "Exit code 2", True
+        if answers[-1] in ("deny", "ask"):
+            text = json.loads(first)["hookSpecificOutput"]["permissionDecisionReason"]
+        jsonl(transcript, [result(f"t{i}", text, error)])
+    assert answers == [None, None, None, None, "tell", "deny", "ask"]
