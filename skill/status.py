@@ -41,7 +41,7 @@ def _amount(text):
 
 def main(argv=None):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from runaway_guard import config, report
+    from runaway_guard import config, hook, report
 
     args = _parser().parse_args(argv)  # exits 2 on bad usage
     state_dir = config.load(os.getcwd()).state_dir
@@ -72,6 +72,12 @@ def main(argv=None):
             code, message = report.control(state_dir, state, action, value)
             print(message, file=sys.stderr if code else sys.stdout)
             return code
+        try:
+            state = hook.refresh(state_dir, state["host"], state["session_id"])
+        except Exception as error:  # a status shows what the state holds, even unrefreshed
+            print(
+                f"status.py: could not read the newest transcript lines ({error})", file=sys.stderr
+            )
         status = report.build(path, state, state_dir)
         if args.json:
             print(report.to_json(status))

@@ -155,3 +155,27 @@ def _loosen_decision(call):
 def status_command():
     script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "status.py")
     return f"python3 '{script}'"
+
+
+class _KnownSession:
+    """The reader's view of a session the guard already follows, outside a tool call."""
+
+    def __init__(self, state, main):
+        self.session_id = state["session_id"]
+        self.transcript_path = main
+        self.agent = "main"
+
+
+def refresh(state_dir, host, session_id):
+    """The session's state after reading what its host wrote since the guard's last call.
+
+    The guard reads at tool calls, so it has not yet seen a run's final response, nor Claude
+    Code's end-of-run cost record that settles a compaction estimate: a status asked right
+    after a run reads them first, so it shows what the host itself would.
+    """
+    with ledger.Ledger(state_dir, host, session_id) as book:
+        files = book.state["files"]
+        main = next((p for p, e in files.items() if e.get("agent") == "main"), None)
+        if main and host in _READERS:
+            _READERS[host].sync(book, _KnownSession(book.state, main))
+        return book.state

@@ -3,10 +3,12 @@ the guard's total equals the `total_cost_usd` Claude Code printed, to 1e-6 USD."
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, SKILL
 from runaway_guard import hosts, ledger
 from test_ledger import FakeCall, sync_once
 
@@ -101,3 +103,30 @@ def test_unknown_model_is_priced_dearer_than_claude_code_and_reported(guard_env,
     assert state["unpriced"] == ["claude-nova-9"]
     assert state["spend"]["total"] / 1e12 >= result["total_cost_usd"]
     assert Path(main).exists()
+
+
+def test_status_after_the_run_reads_the_final_response_and_cost_state(guard_env, tmp_path):
+    """The guard reads at tool calls; a run's last response and Claude Code's end-of-run
+    cost-state come after the last call. status.py reads them before it reports."""
+    main, result = recorded("compaction", tmp_path)
+    data = main.read_bytes()
+    main.write_bytes(data[: data.index(b'"compact_boundary"')])  # a call mid-run
+    guard_env.run(
+        {
+            "session_id": result["session_id"],
+            "transcript_path": str(main),
+            "cwd": str(tmp_path),
+            "tool_name": "Bash",
+            "tool_input": {"command": "true"},
+            "tool_use_id": "toolu_mid",
+        }
+    )
+    main.write_bytes(data)  # the run goes on and ends without another tool call
+    done = subprocess.run(
+        [sys.executable, str(SKILL / "status.py"), "--json", "--session", result["session_id"]],
+        capture_output=True,
+        text=True,
+        env=guard_env.env,
+        check=True,
+    )
+    assert abs(json.loads(done.stdout)["spend_usd"] - result["total_cost_usd"]) < 1e-6
