@@ -8,10 +8,19 @@ import os
 import time
 
 from . import config, controls, hosts, jsonio, ledger, log, wires
-from .transcripts import claude, codex, fingerprint
+from .transcripts import fingerprint
 
 MAX_INPUT = 16 << 20
-_READERS = {hosts.CLAUDE: claude, hosts.CODEX: codex}
+GUARDED = (hosts.CLAUDE, hosts.CODEX)
+
+
+def _reader(host):
+    """The host's transcript reader, imported alone: every call pays for what it imports."""
+    if host == hosts.CLAUDE:
+        from .transcripts import claude as reader
+    else:
+        from .transcripts import codex as reader
+    return reader
 
 
 def run(data, environ):
@@ -22,7 +31,7 @@ def run(data, environ):
     if not isinstance(payload, dict):
         raise ValueError("hook input is not a JSON object")
     host = hosts.detect(payload, environ)
-    if host not in _READERS:
+    if host not in GUARDED:
         return hosts.render(host, None)
     call = hosts.Call(payload, host)
     if not call.session_id:
@@ -50,7 +59,7 @@ def _decide(book, call, settings):
             state["blocked"] = None
         state["prompt"] = call.prompt_id
 
-    has_transcript = _READERS[call.host].sync(book, call)
+    has_transcript = _reader(call.host).sync(book, call)
     daily = _daily_spend(state, call, settings)
     if state["off"]:
         return ""
@@ -176,6 +185,6 @@ def refresh(state_dir, host, session_id):
     with ledger.Ledger(state_dir, host, session_id) as book:
         files = book.state["files"]
         main = next((p for p, e in files.items() if e.get("agent") == "main"), None)
-        if main and host in _READERS:
-            _READERS[host].sync(book, _KnownSession(book.state, main))
+        if main and host in GUARDED:
+            _reader(host).sync(book, _KnownSession(book.state, main))
         return book.state

@@ -47,10 +47,24 @@ def write_atomic(path, data):
     temp = f"{path}.{os.getpid()}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-    os.replace(temp, path)
+        try:
+            write_all(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.remove(temp)  # a full disk must not be filled further by leftovers
+        except OSError:
+            pass
+        raise
+
+
+def write_all(fd, data):
+    """os.write until every byte is written (a short write happens as a disk fills up)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def read_json(path):
@@ -216,7 +230,7 @@ class Ledger:
         if self._appended:
             fd = os.open(self.ledger_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             try:
-                os.write(fd, "".join(self._appended).encode())
+                write_all(fd, "".join(self._appended).encode())
             finally:
                 os.close(fd)
             self._appended = []
@@ -291,6 +305,10 @@ class Ledger:
         if record is None:
             record = agents[name] = {"fails": 0, "hist": [], "pending": [], "ref": {}, "asked": []}
         return record
+
+    def expecting(self):
+        """Whether any call still waits for its outcome (a test that costs no scan of a line)."""
+        return bool(self._pending_owner)
 
     def waiting_for(self, raw):
         """Whether a raw line may hold the outcome of a call the wires are waiting for."""

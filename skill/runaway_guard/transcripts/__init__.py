@@ -5,6 +5,8 @@ was appended since the last call, and report priced responses and tool outcomes 
 Only lines that can matter are parsed: a cheap byte test comes before any JSON decoding.
 """
 
+import os
+import stat
 import time
 import zlib
 
@@ -55,6 +57,28 @@ def fingerprint(value):
 def read_file(ledger, path, entry, on_line):
     """Read what path gained since entry's cursor; a rewritten file is re-read whole."""
     tail.read_new(path, entry, on_line, ledger.load_known)
+
+
+def first_line(path, limit=1 << 20):
+    """The first line of a regular file, at most limit bytes; OSError for anything else.
+
+    Opened non-blocking and checked before reading: a FIFO among the session's files would
+    otherwise block the guard until the host's timeout kills it.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"not a regular file: {path}")
+        data = b""
+        while len(data) < limit and b"\n" not in data:
+            block = os.read(fd, min(1 << 16, limit - len(data)))
+            if not block:
+                break
+            data += block
+    finally:
+        os.close(fd)
+    end = data.find(b"\n")
+    return data if end < 0 else data[: end + 1]
 
 
 def number(value):

@@ -10,7 +10,7 @@ largest output count seen.
 import os
 
 from .. import jsonio, pricing
-from . import GUARD_MARK, fingerprint, local_day, number, read_file
+from . import GUARD_MARK, fingerprint, first_line, local_day, number, read_file
 
 _REJECTED = (
     "The user doesn't want to proceed",
@@ -43,6 +43,11 @@ def sync(ledger, call):
         except FileNotFoundError:
             if path != main:
                 del files[path]  # what it held stays counted in the ledger
+        except OSError:
+            if path == main:
+                raise
+            # a subagent file that cannot be read (not a regular file, no permission): the
+            # others still count, and this one is tried again next call
     return True
 
 
@@ -92,8 +97,7 @@ def _sibling_files(folder, session_id, files):
 
 def _first_session_id(path):
     try:
-        with open(path, "rb") as handle:
-            record = jsonio.loads(handle.readline(1 << 20))
+        record = jsonio.loads(first_line(path))
         return record.get("sessionId") if isinstance(record, dict) else None
     except (OSError, ValueError):
         return None
@@ -118,14 +122,17 @@ class _Reader:
         self.agent = entry["agent"]
 
     def line(self, raw):
+        # Most lines are tool results nobody waits for, progress, attachments, snapshots, and
+        # each byte test scans the whole line: the tests that need no scan come first.
         wanted = (
             b'"usage"' in raw
-            or (b'"tool_result"' in raw and self.ledger.waiting_for(raw))
+            or (
+                self.ledger.expecting() and b'"tool_result"' in raw and self.ledger.waiting_for(raw)
+            )
             or b'"compact_boundary"' in raw
             or b'"cost-state"' in raw
+            or ("ver" not in self.entry and b'"version"' in raw)
         )
-        if not wanted and b'"version"' in raw and "ver" not in self.entry:
-            wanted = True
         if not wanted:
             return
         try:

@@ -10,7 +10,7 @@ read to the next.
 import os
 
 from .. import jsonio, pricing
-from . import GUARD_MARK, fingerprint, local_day, number, read_file
+from . import GUARD_MARK, fingerprint, first_line, local_day, number, read_file
 
 _USAGE_FIELDS = (
     "input_tokens",
@@ -46,6 +46,11 @@ def sync(ledger, call):
         except FileNotFoundError:
             if target != path:
                 del files[target]
+        except OSError:
+            if target == path:
+                raise
+            # another rollout that cannot be read (not a regular file, no permission): the
+            # others still count, and this one is tried again next call
     return True
 
 
@@ -89,8 +94,7 @@ def _subagent_rollouts(ledger, known, root_id, is_main):
 def _session_meta(path):
     """The first line's session_meta payload; None while that line is incomplete."""
     try:
-        with open(path, "rb") as handle:
-            first = handle.readline(1 << 20)
+        first = first_line(path)
     except OSError:
         return {}
     if not first.endswith(b"\n"):
@@ -151,7 +155,7 @@ class _Reader:
             if "thread" in self.entry:
                 return  # a fork's copy of its parent's meta
             handler = self._meta
-        elif b"_output" in raw and self.ledger.waiting_for(raw):
+        elif self.ledger.expecting() and b"_output" in raw and self.ledger.waiting_for(raw):
             handler = self._output
         else:
             return
