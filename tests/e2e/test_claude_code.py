@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from claude_host import claude_bin, prepare_home, run_claude
-from conftest import Person, lines, require_cli, slow_all
+from harness import Person, lines, require_cli, slow_all
 from scripted_model import (
     ScriptedModel,
     bash,

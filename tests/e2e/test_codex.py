@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from codex_host import AgentRouter, CodexHome, agent_name, codex_bin, read_jsonl, run_codex
-from conftest import HERE, Person, lines, require_cli, slow
+from harness import HERE, Person, lines, require_cli, slow
 from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.e2e

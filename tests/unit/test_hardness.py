@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from claude_records import assistant, result, usage
-from conftest import GUARD, ROOT, jsonl
+from guard_env import GUARD, ROOT, jsonl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from runaway_guard import config, hook, hosts, ledger, log

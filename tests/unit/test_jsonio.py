@@ -5,7 +5,7 @@ import math
 import subprocess
 import sys
 
-from conftest import SKILL
+from guard_env import SKILL
 from hypothesis import given
 from hypothesis import strategies as st
 from runaway_guard import jsonio

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from claude_records import assistant, result, usage
-from conftest import ROOT, jsonl
+from guard_env import ROOT, jsonl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from runaway_guard import hosts, ledger

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SKILL
+from guard_env import ROOT, SKILL
 from runaway_guard import hosts, ledger
 from test_ledger import FakeCall, sync_once
 

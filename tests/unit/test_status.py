@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from claude_records import assistant, result, usage
-from conftest import SKILL, GuardEnv, jsonl
+from guard_env import SKILL, GuardEnv, jsonl
 from runaway_guard import ledger, pricing, report
 
 STATUS = SKILL / "status.py"

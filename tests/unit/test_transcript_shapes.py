@@ -3,7 +3,7 @@
 import json
 
 from claude_records import assistant, usage
-from conftest import jsonl
+from guard_env import jsonl
 from runaway_guard import hosts
 from test_ledger import CODEX_EXPECTED, FakeCall, codex_session, sync_once
 

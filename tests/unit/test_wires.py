@@ -3,7 +3,7 @@
 import json
 
 from claude_records import assistant, pre_tool_use, result
-from conftest import jsonl
+from guard_env import jsonl
 from runaway_guard.wires import loop_repeats
 
 

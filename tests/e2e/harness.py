@@ -161,8 +161,3 @@ def lines(path) -> list:
     """The lines of a marker file (each command that really ran appends one)."""
     path = Path(path)
     return path.read_text().split() if path.exists() else []
-
-
-@pytest.fixture
-def person(tmp_path):
-    return Person(tmp_path)
