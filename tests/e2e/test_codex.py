@@ -169,8 +169,10 @@ def test_spend_cap_warns_then_refuses_every_call(tmp_path):
     assert first_warned < first_refused
     status = codex.status(run.thread_id)
     assert status["blocked"]["wire"] == "session"
-    # the response that reached the cap, then one refused response: $0.06
-    assert status["spend_usd"] == pytest.approx(cap + STEP_USD, abs=1e-9)
+    # every response served, the final one (after the last tool call) included
+    served = [request["step"]["usage"] for request in requests]
+    assert status["spend_usd"] == pytest.approx(codex_cost(served), abs=1e-9)
+    assert status["spend_usd"] > cap + STEP_USD
 
 
 def spawn(task: str, message: str) -> dict:
