@@ -93,10 +93,9 @@ def tool_names(request: dict) -> list:
     return [t.get("name") for t in request_body(request).get("tools") or []]
 
 
-def last_user_text(request: dict) -> str:
-    """The text of the last user message (strings and text blocks)."""
+def _user_text(request: dict, last: bool) -> str:
     messages = request_body(request).get("messages") or []
-    for message in reversed(messages):
+    for message in reversed(messages) if last else messages:
         if message.get("role") != "user":
             continue
         content = message.get("content")
@@ -104,6 +103,11 @@ def last_user_text(request: dict) -> str:
             return content
         return _texts(content)
     return ""
+
+
+def last_user_text(request: dict) -> str:
+    """The text of the last user message (strings and text blocks)."""
+    return _user_text(request, last=True)
 
 
 def _texts(content) -> str:
@@ -115,15 +119,7 @@ def _texts(content) -> str:
 
 def first_user_text(request: dict) -> str:
     """The text of the first user message (a subagent's first message is its task prompt)."""
-    messages = request_body(request).get("messages") or []
-    for message in messages:
-        if message.get("role") != "user":
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            return content
-        return _texts(content)
-    return ""
+    return _user_text(request, last=False)
 
 
 def route_by_marker(queues: dict, where=first_user_text):

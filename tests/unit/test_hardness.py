@@ -7,6 +7,7 @@ Most generated cases run in-process through `hook.run`, failing open exactly as 
 a sample runs as real processes in the installed form (`python -I -S guard.py`).
 """
 
+import contextlib
 import copy
 import errno
 import json
@@ -899,35 +900,32 @@ def test_state_dir_is_a_file(tmp_path):
     assert blocker.read_text() == "not a folder"
 
 
-def test_state_dir_read_only(tmp_path):
-    """A read-only file system (as root, permissions alone would not stop a write)."""
-    folder = tmp_path / "ro"
+@contextlib.contextmanager
+def tmpfs(folder, options):
+    """A small tmpfs at folder (root can mount one here; CI runs as root)."""
     folder.mkdir()
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(folder)],
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
         capture_output=True,
         check=False,
     )
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
     try:
-        environ = dict(environment(tmp_path), RUNAWAY_GUARD_STATE_DIR=str(folder / "state"))
-        assert run_process(claude_payload(tmp_path), environ) == ""
+        yield folder
     finally:
         subprocess.run(["umount", str(folder)], check=False)
 
 
+def test_state_dir_read_only(tmp_path):
+    """A read-only file system (as root, permissions alone would not stop a write)."""
+    with tmpfs(tmp_path / "ro", "ro,size=64k") as folder:
+        environ = dict(environment(tmp_path), RUNAWAY_GUARD_STATE_DIR=str(folder / "state"))
+        assert run_process(claude_payload(tmp_path), environ) == ""
+
+
 def test_full_disk_tmpfs(tmp_path):
-    folder = tmp_path / "full"
-    folder.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)],
-        capture_output=True,
-        check=False,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
+    with tmpfs(tmp_path / "full", "size=64k") as folder:
         main = tmp_path / "p" / "s1.jsonl"
         for n in range(400):
             jsonl(main, [assistant(f"m{n}", use=usage(out=n + 1))])
@@ -943,8 +941,6 @@ def test_full_disk_tmpfs(tmp_path):
         run_process(payload, environ)
         expected = full_read(tmp_path, "claude", "s1", payload)
         assert spend(environ, "claude", "s1") == expected
-    finally:
-        subprocess.run(["umount", str(folder)], check=False)
 
 
 def test_full_disk_in_process(tmp_path, monkeypatch):
