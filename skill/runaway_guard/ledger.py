@@ -191,9 +191,16 @@ class Ledger:
         self.state = state
         if os.path.exists(self.ledger_path):
             self.load_known()
-            for key, entry in self.known.items():
+            for entry in self.known.values():
                 self._book(entry, 1)
-                state["recent"].pop(key, None)
+            # What reconcile() booked for requests no transcript shows, so it can correct it.
+            side = self.known.get("side")
+            estimates = {
+                key[4:]: entry[3]
+                for key, entry in self.known.items()
+                if key.startswith("est:") and entry[1]
+            }
+            state["side"] = {"est": estimates, "host": side[1] if side else 0}
         return state
 
     def load_known(self):

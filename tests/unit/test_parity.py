@@ -130,3 +130,17 @@ def test_status_after_the_run_reads_the_final_response_and_cost_state(guard_env,
         check=True,
     )
     assert abs(json.loads(done.stdout)["spend_usd"] - result["total_cost_usd"]) < 1e-6
+
+
+def test_compaction_reconciled_across_a_lost_state(tmp_path):
+    main, result = recorded("compaction", tmp_path)
+    lines = main.read_bytes().splitlines(keepends=True)
+    cost_states = [i for i, line in enumerate(lines) if b'"type":"cost-state"' in line]
+    call = FakeCall(hosts.CLAUDE, result["session_id"], main)
+    state = tmp_path / "state"
+    main.write_bytes(b"".join(lines[: cost_states[0] + 1]))
+    sync_once(state, hosts.CLAUDE, call)
+    next((state / "sessions" / "claude").glob("*.json")).write_text("{damaged")
+    main.write_bytes(b"".join(lines))
+    spend = sync_once(state, hosts.CLAUDE, call)
+    assert abs(spend["total"] / 1e12 - result["total_cost_usd"]) < 1e-6
