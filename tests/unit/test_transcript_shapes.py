@@ -90,3 +90,23 @@ def test_codex_model_carried_from_one_read_to_the_next(tmp_path):
     spend = sync_once(tmp_path / "state", hosts.CODEX, call)
     assert "gpt-unknown" not in spend["model"]
     assert spend["total"] == round(CODEX_EXPECTED["usage"] * 1e12)
+
+
+def test_codex_outcomes_old_and_new():
+    from runaway_guard.transcripts.codex import outcome
+
+    new_fail = "Chunk ID: 1\nWall time: 0.2 seconds\nProcess exited with code 2\nOutput:\nno"
+    new_fail_again = "Chunk ID: 9\nWall time: 0.7 seconds\nProcess exited with code 2\nOutput:\nno"
+    assert outcome(new_fail)[0] == "fail"
+    assert outcome(new_fail) == outcome(new_fail_again)  # per-run headers do not count
+    assert outcome("Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess.")[0] == "ok"
+    old = '{"output":"ls: cannot access","metadata":{"exit_code":2,"duration_seconds":0.1}}'
+    assert outcome(old)[0] == "fail"
+    old_ok = '{"output":"a\\nb","metadata":{"exit_code":0,"duration_seconds":0.3}}'
+    assert outcome(old_ok)[0] == "ok"
+    assert outcome('{"output": not json')[0] == "ok"
+    assert outcome("unsupported call: no_such_tool")[0] == "fail"
+    assert (
+        outcome("Command blocked by PreToolUse hook: runaway-guard: stop. Command: x")[0] == "guard"
+    )
+    assert outcome("Command blocked by PreToolUse hook: other guard. Command: x")[0] == "fail"

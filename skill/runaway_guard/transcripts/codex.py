@@ -122,6 +122,10 @@ def _output_text(output):
 
 def outcome(text):
     """('ok' | 'fail', fingerprint) of a tool output, ignoring its per-run header lines."""
+    if text.startswith('{"output":'):
+        structured = _structured_outcome(text)
+        if structured:
+            return structured
     lines = [line for line in text.split("\n") if not line.startswith(_VOLATILE)]
     status = "ok"
     for line in lines[:8]:
@@ -134,6 +138,19 @@ def outcome(text):
     elif text.startswith(_TOOL_ERRORS):
         status = "fail"
     return status, fingerprint("\n".join(lines))
+
+
+def _structured_outcome(text):
+    """Older Codex builds wrote a shell call's output as JSON with its exit code in metadata."""
+    try:
+        value = jsonio.loads(text)
+    except ValueError:
+        value = None
+    metadata = value.get("metadata") if isinstance(value, dict) else None
+    if not isinstance(metadata, dict) or "exit_code" not in metadata:
+        return None  # not that shape after all: judged as plain text
+    code = metadata["exit_code"]
+    return ("ok" if code == 0 else "fail"), fingerprint(value.get("output"))
 
 
 class _Reader:
