@@ -4,7 +4,7 @@ import json
 
 from claude_records import assistant, usage
 from guard_env import jsonl
-from runaway_guard import hosts
+from runaway_guard import hosts, ledger
 from test_ledger import CODEX_EXPECTED, FakeCall, codex_session, sync_once
 
 OPUS_ROW = (3 * 5 + 10 * 25) * 10**6  # usage() priced at claude-opus-4-8, in picodollars
@@ -110,3 +110,24 @@ def test_codex_outcomes_old_and_new():
         outcome("Command blocked by PreToolUse hook: runaway-guard: stop. Command: x")[0] == "guard"
     )
     assert outcome("Command blocked by PreToolUse hook: other guard. Command: x")[0] == "fail"
+
+
+def test_claude_guard_refusals_as_claude_code_records_them(tmp_path, guard_env):
+    """Only the guard's own refusals are left out of a failure run; an output that merely
+    mentions the guard is an ordinary failure."""
+    from claude_records import pre_tool_use, result
+
+    transcript = tmp_path / "p" / "s1.jsonl"
+    texts = {
+        "t0": "PreToolUse:Bash hook error: runaway-guard: 5 tool calls in a row have failed.",
+        "t1": "runaway-guard: this agent's last 5 tool calls failed in a row (limit 5).",
+        "t2": "Exit code 1\nFAILED tests/test_guard.py - assert 'runaway-guard: x' in out",
+    }
+    for tool_use_id, text in texts.items():
+        command = {"command": f"run {tool_use_id}"}
+        jsonl(transcript, [assistant(f"m{tool_use_id}", tool=(tool_use_id, "Bash", command))])
+        guard_env.run(pre_tool_use(transcript, tool_use_id, "Bash", command))
+        jsonl(transcript, [result(tool_use_id, text, error=True)])
+    guard_env.run(pre_tool_use(transcript, "t3", "Bash", {"command": "ls"}))
+    with ledger.Ledger(str(guard_env.state_dir), hosts.CLAUDE, "s1") as book:
+        assert book.state["agents"]["main"]["fails"] == 1

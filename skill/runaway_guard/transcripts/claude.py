@@ -103,6 +103,15 @@ def _first_session_id(path):
         return None
 
 
+def _guard_refusal(text):
+    """The guard's own refusal as Claude Code records it (2.1.328): a deny reads
+    `PreToolUse:<Tool> hook error: <reason>`, an ask turned down in print mode is the reason."""
+    if text.startswith(GUARD_MARK):
+        return True
+    head = text[:300]
+    return head.startswith("PreToolUse:") and f"hook error: {GUARD_MARK}" in head
+
+
 def _result_text(content):
     if isinstance(content, str):
         return content
@@ -227,7 +236,7 @@ class _Reader:
                 text = _result_text(body)
                 if text.startswith(_REJECTED):
                     status = "reset"
-                elif GUARD_MARK in text:
+                elif _guard_refusal(text):
                     status = "guard"
                 else:
                     status = "fail"

@@ -134,7 +134,8 @@ def outcome(text):
                 code = line[len(marker) :].strip()
                 status = "ok" if code == "0" else "fail"
     if text.startswith(_BLOCKED):
-        status = "guard" if GUARD_MARK in text else "fail"
+        own = any(text.startswith(f"{blocked} {GUARD_MARK}") for blocked in _BLOCKED)
+        status = "guard" if own else "fail"
     elif text.startswith(_TOOL_ERRORS):
         status = "fail"
     return status, fingerprint("\n".join(lines))
