@@ -131,3 +131,29 @@ def test_claude_guard_refusals_as_claude_code_records_them(tmp_path, guard_env):
     guard_env.run(pre_tool_use(transcript, "t3", "Bash", {"command": "ls"}))
     with ledger.Ledger(str(guard_env.state_dir), hosts.CLAUDE, "s1") as book:
         assert book.state["agents"]["main"]["fails"] == 1
+
+
+def test_codex_subagent_rollout_in_the_next_days_folder(tmp_path):
+    """A subagent spawned after midnight writes its rollout into the new day's folder."""
+    import time
+
+    sessions = tmp_path / "sessions"
+    main = sessions / "2026" / "01" / "01" / "rollout-2026-01-01T23-59-00-root.jsonl"
+    today = sessions.joinpath(*time.strftime("%Y/%m/%d").split("/"))
+    child = today / f"rollout-{time.strftime('%Y-%m-%dT00-00-05')}-child.jsonl"
+    record = {"type": "token_usage_record", "payload": {"response_id": "r1"}}
+    usage_line = {"input_tokens": 1000, "cached_input_tokens": 0, "output_tokens": 0}
+    for path, thread in ((main, "root"), (child, "child")):
+        jsonl(
+            path,
+            [
+                {"type": "session_meta", "payload": {"id": thread, "session_id": "root"}},
+                {"type": "turn_context", "payload": {"model": "gpt-5.5"}},
+                {
+                    **record,
+                    "payload": {**record["payload"], "thread_id": thread, "usage": usage_line},
+                },
+            ],
+        )
+    spend = sync_once(tmp_path / "state", hosts.CODEX, FakeCall(hosts.CODEX, "root", main))
+    assert spend["agent"] == {"main": 5 * 10**9, "child": 5 * 10**9}

@@ -8,6 +8,7 @@ read to the next.
 """
 
 import os
+import time
 
 from .. import jsonio, pricing
 from . import GUARD_MARK, fingerprint, first_line, local_day, number, read_file
@@ -33,11 +34,14 @@ def sync(ledger, call):
     files = ledger.state["files"]
     if path not in files:
         files[path] = {"agent": call.agent}
-    targets = [path]
     main = next((p for p, e in files.items() if e.get("agent") == "main"), None)
-    targets.extend(_subagent_rollouts(ledger, main or path, call.session_id, main is not None))
-    for target in targets:
-        entry = files[target]
+    known = main or path
+    # Rollout names start with their creation time: once the main rollout is known only newer
+    # names are opened; a subagent's call seen first looks at the whole folder for its root.
+    since = os.path.basename(known)[: len("rollout-YYYY-MM-DDThh-mm-ss")] if main else ""
+    for folder in _day_folders(os.path.dirname(known)):
+        _discover(ledger, folder, since, call.session_id)
+    for target, entry in list(files.items()):
         if entry.get("foreign"):
             continue
         reader = _Reader(ledger, entry, call.session_id)
@@ -54,20 +58,28 @@ def sync(ledger, call):
     return True
 
 
-def _subagent_rollouts(ledger, known, root_id, is_main):
-    """The session's other rollouts beside a known one, looked for when the folder changed.
+def _day_folders(folder):
+    """The main rollout's day folder, and today's (a subagent spawned after midnight writes its
+    rollout into the new day's folder; local and UTC days both, as either may name it)."""
+    folders = [folder]
+    day = folder.replace(os.sep, "/").split("/")[-3:]
+    if len(day) == 3 and all(part.isdigit() for part in day):
+        sessions = os.path.dirname(os.path.dirname(os.path.dirname(folder)))
+        for today in {time.strftime("%Y/%m/%d"), time.strftime("%Y/%m/%d", time.gmtime())}:
+            candidate = os.path.join(sessions, *today.split("/"))
+            if candidate != folder and os.path.isdir(candidate):
+                folders.append(candidate)
+    return folders
 
-    Rollout names start with their creation time: once the main rollout is known only newer
-    names are opened; a subagent's call seen first looks at the whole folder for its root.
-    """
+
+def _discover(ledger, folder, since, root_id):
+    """Register the folder's rollouts of this session, looked for when the folder changed."""
     files = ledger.state["files"]
-    folder, known_name = os.path.split(known)
-    since = known_name[: len("rollout-YYYY-MM-DDThh-mm-ss")] if is_main else ""
     seen = ledger.state.setdefault("folders", {})
     try:
         stamp = os.stat(folder).st_mtime_ns
     except OSError:
-        return [p for p in files if os.path.dirname(p) == folder and not files[p].get("foreign")]
+        return
     if seen.get(folder) != stamp:
         undecided = False
         try:
@@ -88,7 +100,6 @@ def _subagent_rollouts(ledger, known, root_id, is_main):
                 files[item_path] = {"foreign": True}
         if not undecided:
             seen[folder] = stamp
-    return [p for p in files if os.path.dirname(p) == folder and not files[p].get("foreign")]
 
 
 def _session_meta(path):
