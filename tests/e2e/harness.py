@@ -94,8 +94,9 @@ class Person:
         out.update({k: str(v) for k, v in extra.items()})
         return out
 
-    def install(self, host: str, *args, **env) -> str:
-        proc = subprocess.run(
+    def installer(self, host: str, *args, **env) -> subprocess.CompletedProcess:
+        """``python3 installer/install.py --host <host> …`` as the person runs it."""
+        return subprocess.run(
             [sys.executable, str(INSTALLER), "--host", host, *args],
             env=self.env(**env),
             cwd=str(self.project),
@@ -103,18 +104,14 @@ class Person:
             text=True,
             timeout=120,
         )
+
+    def install(self, host: str, *args, **env) -> str:
+        proc = self.installer(host, *args, **env)
         assert proc.returncode == 0, f"install.py {host} {args}: {proc.stdout}\n{proc.stderr}"
         return proc.stdout
 
     def check(self, host: str, *args, **env) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, str(INSTALLER), "--host", host, "--check", *args],
-            env=self.env(**env),
-            cwd=str(self.project),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        return self.installer(host, "--check", *args, **env)
 
     def status(self, skill_dir: Path, session_id: str, **env) -> dict:
         """``python3 <installed>/skill/status.py --json --session <id>``, as the person runs it."""

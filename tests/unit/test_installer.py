@@ -182,15 +182,20 @@ def test_corpus_is_big_enough():
         assert any(f.name.startswith("invalid-") for f in files)
 
 
-@pytest.mark.parametrize(("host", "scope", "fixture"), corpus(valid=True))
-def test_valid_file_round_trip(host, scope, fixture, tmp_path, source, home):
+def placed(host, scope, fixture, tmp_path, home):
+    """The corpus file copied to where the host keeps its settings for that scope."""
     project = tmp_path / "project"
     project.mkdir()
-    env = {"HOME": str(home)}
     target = settings_path(host, scope, home, project)
     target.parent.mkdir(parents=True)
     original_bytes = fixture.read_bytes()
     target.write_bytes(original_bytes)
+    return project, {"HOME": str(home)}, target, original_bytes
+
+
+@pytest.mark.parametrize(("host", "scope", "fixture"), corpus(valid=True))
+def test_valid_file_round_trip(host, scope, fixture, tmp_path, source, home):
+    project, env, target, original_bytes = placed(host, scope, fixture, tmp_path, home)
     original = parse(target)
     args = ["--host", host, *scope_args(scope, project)]
 
@@ -237,13 +242,7 @@ def test_valid_file_round_trip(host, scope, fixture, tmp_path, source, home):
 
 @pytest.mark.parametrize(("host", "scope", "fixture"), corpus(valid=False))
 def test_invalid_file_refused_untouched(host, scope, fixture, tmp_path, source, home, capsys):
-    project = tmp_path / "project"
-    project.mkdir()
-    env = {"HOME": str(home)}
-    target = settings_path(host, scope, home, project)
-    target.parent.mkdir(parents=True)
-    original_bytes = fixture.read_bytes()
-    target.write_bytes(original_bytes)
+    project, env, target, original_bytes = placed(host, scope, fixture, tmp_path, home)
     listing = sorted(p.name for p in target.parent.iterdir())
     for extra in ([], ["--uninstall"], ["--dry-run"], ["--check"]):
         code, _ = run(["--host", host, *scope_args(scope, project), *extra], env, source)
