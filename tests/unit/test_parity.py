@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from claude_records import pre_tool_use
 from guard_env import ROOT, SKILL
 from runaway_guard import hosts, ledger
 from test_ledger import FakeCall, sync_once
@@ -41,17 +42,7 @@ def test_parity_through_the_hook_with_subagents_fast_mode_us_and_web_search(guar
     assert any(u.get("server_tool_use", {}).get("web_search_requests") for u in usages)
     assert any(u.get("cache_creation", {}).get("ephemeral_1h_input_tokens") for u in usages)
     assert list(main.parent.glob(f"{result['session_id']}/subagents/agent-*.jsonl"))
-    guard_env.run(
-        {
-            "session_id": result["session_id"],
-            "transcript_path": str(main),
-            "cwd": str(tmp_path),
-            "hook_event_name": "PreToolUse",
-            "tool_name": "Bash",
-            "tool_input": {"command": "true"},
-            "tool_use_id": "toolu_parity",
-        }
-    )
+    guard_env.run(pre_tool_use(main, "toolu_parity", session=result["session_id"]))
     with ledger.Ledger(str(guard_env.state_dir), hosts.CLAUDE, result["session_id"]) as book:
         spend = book.state["spend"]
     assert abs(spend["total"] / 1e12 - result["total_cost_usd"]) < 1e-6
@@ -88,16 +79,7 @@ def test_compaction_estimated_then_reconciled_run_by_run(tmp_path):
 def test_unknown_model_is_priced_dearer_than_claude_code_and_reported(guard_env, tmp_path):
     main, result = recorded("unknown_model", tmp_path)
     session = result["session_id"]
-    guard_env.run(
-        {
-            "session_id": session,
-            "transcript_path": str(main),
-            "cwd": str(tmp_path),
-            "tool_name": "Read",
-            "tool_input": {"file_path": "/x"},
-            "tool_use_id": "toolu_unknown",
-        }
-    )
+    guard_env.run(pre_tool_use(main, "toolu_unknown", "Read", {"file_path": "/x"}, session))
     with ledger.Ledger(str(guard_env.state_dir), hosts.CLAUDE, session) as book:
         state = book.state
     assert state["unpriced"] == ["claude-nova-9"]
@@ -111,16 +93,7 @@ def test_status_after_the_run_reads_the_final_response_and_cost_state(guard_env,
     main, result = recorded("compaction", tmp_path)
     data = main.read_bytes()
     main.write_bytes(data[: data.index(b'"compact_boundary"')])  # a call mid-run
-    guard_env.run(
-        {
-            "session_id": result["session_id"],
-            "transcript_path": str(main),
-            "cwd": str(tmp_path),
-            "tool_name": "Bash",
-            "tool_input": {"command": "true"},
-            "tool_use_id": "toolu_mid",
-        }
-    )
+    guard_env.run(pre_tool_use(main, "toolu_mid", session=result["session_id"]))
     main.write_bytes(data)  # the run goes on and ends without another tool call
     done = subprocess.run(
         [sys.executable, str(SKILL / "status.py"), "--json", "--session", result["session_id"]],

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from claude_records import pre_tool_use
 from guard_env import GUARD, ROOT, SKILL
 
 FIXTURES = ROOT / "tests" / "fixtures" / "claude"
@@ -32,15 +33,7 @@ def test_guard_status_and_installer_on_python_39(tmp_path, guard_env):
     shutil.copytree(FIXTURES / "models", tmp_path / "models")
     result = json.loads((FIXTURES / "models" / "result.json").read_text())
     main = tmp_path / "models" / f"{result['session_id']}.jsonl"
-    payload = {
-        "session_id": result["session_id"],
-        "transcript_path": str(main),
-        "cwd": str(tmp_path),
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Bash",
-        "tool_input": {"command": "true"},
-        "tool_use_id": "toolu_py39",
-    }
+    payload = pre_tool_use(main, "toolu_py39", session=result["session_id"])
     env = guard_env.env
     done = subprocess.run(
         [python, "-I", "-S", str(GUARD)],
