@@ -1,8 +1,11 @@
 """The session's ledger and state: what was spent, per response, and how each agent's calls went.
 
 Two files per session in the state dir, both private to the user:
-- `<id>.json`, small and rewritten atomically under a lock on every call: read cursors, spend
-  totals, the recent responses (whose usage can still grow), and the wires' counters;
+- `<id>.json`, small and rewritten under a lock on every call: read cursors, spend totals, the
+  last responses (whose usage can still grow), and the wires' counters. It is written in place,
+  in one write padded to the old length, not replaced by a rename: on ext4 a rename over an
+  existing file flushes the new file to disk first, which cost a call 0.6-4 ms. A write torn
+  by a crash shows as invalid JSON or unequal `gen`/`end` marks, and the state is rebuilt;
 - `<id>.ledger`, append-only, one line per priced response (and per later correction): the
   source of truth for spend. It is read only when a transcript was rewritten or the state was
   lost, so that a re-read neither counts a response twice nor drops one counted before.
@@ -15,7 +18,12 @@ import time
 from . import jsonio
 
 VERSION = 1
-RECENT = 256  # Responses whose usage may still be corrected by a later row of the same response.
+# Responses whose usage may still be corrected by a later row of the same response: an agent
+# writes one response's rows before its next response, so its last one is kept, and the last
+# RECENT across all agents for good measure ("side", reconcile()'s booking, is always kept).
+RECENT = 16
+PRUNE_AFTER = 30 * 86400.0  # a session's state unseen this long is deleted (its ledger too)
+PRUNE_EVERY = 86400.0  # looked for at most once a day: one stat per call otherwise
 LOCK_WAIT = 10.0
 BURN_STEP, BURN_KEEP = 60.0, 64  # one spend sample a minute at most, the last hour or so
 
@@ -67,14 +75,48 @@ def write_all(fd, data):
         view = view[os.write(fd, view) :]
 
 
-def read_json(path):
-    """The JSON object in path, or None when it is missing or unusable."""
+def write_in_place(path, data):
+    """Overwrite path with data in one write from offset 0, padded with spaces (JSON ignores
+    them) to the old length so nothing needs truncating; a new file is made atomically.
+
+    Callers hold the file's lock; readers without it may see a torn file for the few
+    microseconds of the write and read it again (read_json).
+    """
     try:
-        with open(path, "rb") as handle:
-            data = jsonio.loads(handle.read())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+        fd = os.open(path, os.O_WRONLY)
+    except FileNotFoundError:
+        write_atomic(path, data)
+        return
+    try:
+        size = os.fstat(fd).st_size
+        if size > 2 * len(data) + 4096:
+            os.close(fd)
+            fd = None
+            write_atomic(path, data)  # shrink: mostly padding otherwise
+            return
+        if len(data) < size:
+            data += b" " * (size - len(data))
+        write_all(fd, data)
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def read_json(path, tries=3):
+    """The JSON object in path, or None when it is missing or unusable (read again a few
+    times first: a writer may be in the middle of its write)."""
+    for attempt in range(tries):
+        try:
+            with open(path, "rb") as handle:
+                data = jsonio.loads(handle.read())
+        except OSError:
+            return None
+        except ValueError:
+            if attempt + 1 < tries:
+                time.sleep(0.002)
+            continue
+        return data if isinstance(data, dict) else None
+    return None
 
 
 class Lock:
@@ -149,6 +191,8 @@ class Ledger:
         self.known = None  # the whole ledger, loaded only for a re-read
         self._appended = []
         self._pending_owner = {}
+        self._gen = 0
+        self._trim_at = 2 * RECENT
 
     def __enter__(self):
         private_dir(self.state_dir)
@@ -173,11 +217,19 @@ class Ledger:
                     pass
         finally:
             self.lock.__exit__()
+        if exc_type is None:
+            prune_if_due(self.state_dir)
 
     # -- loading and saving
 
     def _load(self):
-        state = read_json(self.state_path)
+        state = read_json(self.state_path, tries=1)  # under the lock: no writer to wait for
+        if state is not None:
+            gen = state.pop("gen", None)
+            if gen != state.pop("end", None):
+                state = None  # a torn write (a crash in the middle of it)
+            elif isinstance(gen, int):
+                self._gen = gen
         if state is None or state.get("v") != VERSION or not _well_formed(state):
             state = self._rebuild()
         self.state = state
@@ -241,7 +293,11 @@ class Ledger:
             finally:
                 os.close(fd)
             self._appended = []
-        write_atomic(self.state_path, jsonio.dumps(state).encode())
+        self._trim_recent()
+        self._gen += 1
+        # gen first and end last: a write torn by a crash leaves them unequal.
+        text = jsonio.dumps({"gen": self._gen, **state, "end": self._gen})
+        write_in_place(self.state_path, text.encode())
 
     # -- spend
 
@@ -261,8 +317,8 @@ class Ledger:
             self.known[key] = entry
         recent.pop(key, None)
         recent[key] = entry
-        if len(recent) > RECENT:
-            del recent[next(iter(recent))]
+        if len(recent) > self._trim_at:
+            self._trim_recent()
         self._appended.append(jsonio.dumps(entry) + "\n")
         if not known_model and model not in self.state["unpriced"]:
             self.state["unpriced"].append(model)
@@ -293,6 +349,22 @@ class Ledger:
         if extra != side["host"]:
             side["host"] = extra
             self.usage("side", "main", model, extra, True, stamp, day)
+
+    def _trim_recent(self):
+        """Keep each agent's last response, the last RECENT of all, and "side"."""
+        recent = self.state["recent"]
+        if len(recent) <= RECENT:
+            return
+        kept, agents = [], set()
+        for key in reversed(recent):
+            entry = recent[key]
+            agent = entry[4] if isinstance(entry, list) and len(entry) == 6 else None
+            if len(kept) < RECENT or agent not in agents or key == "side":
+                kept.append(key)
+                agents.add(agent)
+        if len(kept) < len(recent):
+            self.state["recent"] = {key: recent[key] for key in reversed(kept)}
+        self._trim_at = 2 * len(kept) + RECENT  # amortised: a long read trims now and then
 
     def _book(self, entry, sign):
         _, pusd, _, model, agent, day = entry
@@ -429,6 +501,102 @@ def _well_formed(state):
         return False
 
 
+def prune_if_due(state_dir, now=None):
+    """Delete what the guard keeps of sessions unseen for PRUNE_AFTER, and old daily files.
+
+    Looked for at most once every PRUNE_EVERY: a call otherwise pays one stat of the marker
+    file, whose time says when the last look was. The call that finds it due touches it first,
+    so parallel calls do not prune too. Returns how many sessions were deleted.
+    """
+    now = time.time() if now is None else now
+    marker = os.path.join(state_dir, "sessions", ".pruned")
+    try:
+        if 0 <= now - os.stat(marker).st_mtime < PRUNE_EVERY:
+            return 0
+    except OSError:
+        pass
+    try:
+        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, 0o600))
+        os.utime(marker, (now, now))
+    except OSError:
+        return 0
+    cutoff = now - PRUNE_AFTER
+    removed = 0
+    root = os.path.dirname(marker)
+    for folder in _subfolders(root):
+        removed += _prune_folder(folder, cutoff, ".lock")
+    _prune_folder(os.path.join(state_dir, "daily"), cutoff, ".json.lock")
+    return removed
+
+
+def _subfolders(root):
+    try:
+        return [item.path for item in os.scandir(root) if item.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
+def _base_name(name):
+    """`<id>` of `<id>.json`, `.ledger`, `.lock`, `.json.lock` and `.json.<pid>.tmp`."""
+    if name.endswith(".tmp"):
+        name = name[:-4].rsplit(".", 1)[0]
+    stripped = True
+    while stripped:
+        stripped = False
+        for suffix in (".json", ".ledger", ".lock"):
+            if name.endswith(suffix):
+                name = name[: -len(suffix)]
+                stripped = True
+    return name
+
+
+def _prune_folder(folder, cutoff, lock_suffix):
+    """Delete each group of files of one base name (a session's state, ledger, lock and temp
+    files; a day's file and lock) whose newest is older than cutoff, unless its lock is held."""
+    groups = {}
+    try:
+        items = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for item in items:
+        if item.name.startswith("."):
+            continue
+        base = _base_name(item.name)
+        try:
+            if not item.is_file(follow_symlinks=False):
+                continue
+            mtime = item.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        group = groups.setdefault(base, [0.0, []])
+        group[0] = max(group[0], mtime)
+        group[1].append(item.path)
+    removed = 0
+    for base, (newest, paths) in groups.items():
+        if newest >= cutoff or not base:
+            continue
+        lock_path = os.path.join(folder, base + lock_suffix)
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            continue
+        try:
+            if fcntl is not None:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    continue  # a call on this session is running right now
+            for path in sorted(paths, key=lambda path: path == lock_path):
+                try:
+                    os.remove(path)
+                except OSError:
+                    pass
+            removed += 1
+        finally:
+            os.close(fd)
+    return removed
+
+
 def daily_path(state_dir, day):
     return os.path.join(state_dir, "daily", f"{day}.json")
 
@@ -448,5 +616,5 @@ def daily_spend(state_dir, day, session_key=None, session_pusd=None):
             shares = read_json(path) or {}
             if shares.get(session_key) != session_pusd:
                 shares[session_key] = session_pusd
-                write_atomic(path, jsonio.dumps(shares).encode())
+                write_in_place(path, jsonio.dumps(shares).encode())
     return sum(value for value in shares.values() if isinstance(value, int))

@@ -215,3 +215,105 @@ def test_state_files_are_private(tmp_path):
         assert path.stat().st_mode & 0o777 == 0o600, path
     text = "".join(p.read_text() for p in folder.iterdir())
     assert "out 1" not in text  # counts and hashes, no transcript text
+
+
+def cost_state(total):
+    return {"type": "cost-state", "sessionId": "s1", "totalCostUSD": total}
+
+
+def test_host_total_corrected_again_after_many_responses(tmp_path):
+    """Claude Code's own total booked as "side" is corrected by the next one, however many
+    responses came between (the booking must not fall out of the recent responses)."""
+    row = round((3 * 5 + 10 * 25) * 1e6)  # usage() at claude-opus-4-8
+    main = jsonl(tmp_path / "s1.jsonl", [assistant("m0", model="claude-opus-4-8")])
+    jsonl(main, [cost_state(row * 3 / 1e12)])  # two requests the transcript never showed
+    call = FakeCall("claude", "s1", main)
+    assert sync_once(tmp_path / "state", "claude", call)["total"] == 3 * row
+    jsonl(main, [assistant(f"m{n}", model="claude-opus-4-8") for n in range(1, 301)])
+    jsonl(main, [cost_state(row * 304 / 1e12)])  # 301 shown, three never shown
+    spend = sync_once(tmp_path / "state", "claude", call)
+    assert spend["total"] == 304 * row
+    assert spend["agent"] == {"main": 304 * row}
+
+
+def test_state_stays_small_and_keeps_each_agents_last_response(tmp_path):
+    main = tmp_path / "s1.jsonl"
+    subagents = tmp_path / "s1" / "subagents"
+    for n in range(40):
+        jsonl(subagents / f"agent-a{n}.jsonl", [assistant(f"a{n}-{k}") for k in range(20)])
+    jsonl(main, [assistant(f"m{k}") for k in range(500)])
+    call = FakeCall("claude", "s1", main)
+    sync_once(tmp_path / "state", "claude", call)
+    with ledger.Ledger(str(tmp_path / "state"), "claude", "s1") as book:
+        recent = book.state["recent"]
+    assert len(recent) <= ledger.RECENT + 41
+    assert {f"a{n}-19" for n in range(40)} | {"m499"} <= recent.keys()
+    assert "m0" not in recent and "a0-0" not in recent
+    # a late row of an agent's last response is still a correction, not a second response
+    jsonl(subagents / "agent-a0.jsonl", [assistant("a0-19", use=usage(out=50))])
+    before = sync_once(tmp_path / "state", "claude", call)["total"]
+    after = sync_once(tmp_path / "state", "claude", call)["total"]
+    assert after == before
+    state_file = next((tmp_path / "state" / "sessions" / "claude").glob("*.json"))
+    assert state_file.stat().st_size < 16 << 10
+
+
+def test_state_written_in_place_and_a_torn_write_rebuilt(tmp_path):
+    files = claude_session(tmp_path / "proj")
+    call = FakeCall("claude", "s1", files[0])
+    before = sync_once(tmp_path / "state", "claude", call)
+    state_file = next((tmp_path / "state" / "sessions" / "claude").glob("*.json"))
+    inode = state_file.stat().st_ino
+    assert sync_once(tmp_path / "state", "claude", call) == before
+    assert state_file.stat().st_ino == inode  # no rename: the same file, written over
+    saved = json.loads(state_file.read_text())  # padding is whitespace: still JSON
+    assert saved["gen"] == saved["end"] == 2
+    # A crash in the middle of a write: the head of the new state, the tail of the old one.
+    torn = state_file.read_text().replace('"end":2', '"end":1')
+    state_file.write_text(torn)
+    assert sync_once(tmp_path / "state", "claude", call) == before
+    # A much shorter state is not left padded with the old length.
+    state_file.write_bytes(state_file.read_bytes() + b" " * (64 << 10))
+    sync_once(tmp_path / "state", "claude", call)
+    assert state_file.stat().st_size < 16 << 10
+
+
+def test_old_sessions_pruned_once_a_day(tmp_path):
+    state_dir = tmp_path / "state"
+    old, recent = (FakeCall("claude", name, tmp_path / f"{name}.jsonl") for name in ("o.1", "r"))
+    for call in (old, recent):
+        jsonl(call.transcript_path, [assistant(f"{call.session_id}-m")])
+        sync_once(state_dir, "claude", call)
+    ledger.daily_spend(str(state_dir), "2026-10-01", "claude:o.1", 5)
+    ledger.daily_spend(str(state_dir), "2026-11-30", "claude:r", 5)
+    folder = state_dir / "sessions" / "claude"
+    (folder / "o.1.json.123.tmp").write_text("")  # left by a call killed mid-write
+    (folder / "o.json").write_text("{}")  # another session whose name is a prefix
+    now = (state_dir / "sessions" / ".pruned").stat().st_mtime + 2 * ledger.PRUNE_EVERY
+    aged = now - ledger.PRUNE_AFTER - 60
+    for path in [*folder.glob("o.1.*"), *(state_dir / "daily").glob("2026-10-01.*")]:
+        os.utime(path, (aged, aged))
+    assert ledger.prune_if_due(str(state_dir), now) == 1
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "o.json",
+        "r.json",
+        "r.ledger",
+        "r.lock",
+    ]
+    assert sorted(p.name for p in (state_dir / "daily").iterdir()) == [
+        "2026-11-30.json",
+        "2026-11-30.json.lock",
+    ]
+    # Not again the same day, whatever has aged since; a session in use is never pruned.
+    os.utime(folder / "o.json", (aged, aged))
+    assert ledger.prune_if_due(str(state_dir), now + 60) == 0
+    with ledger.Lock(str(folder / "o.lock")):
+        os.utime(folder / "o.lock", (aged, aged))
+        assert ledger.prune_if_due(str(state_dir), now + ledger.PRUNE_EVERY + 60) == 0
+    assert ledger.prune_if_due(str(state_dir), now + 2 * ledger.PRUNE_EVERY + 60) == 1
+    assert sorted(p.name for p in folder.iterdir()) == ["r.json", "r.ledger", "r.lock"]
+    # A hook call prunes when due: the marker says when it last looked.
+    marker = state_dir / "sessions" / ".pruned"
+    os.utime(marker, (aged, aged))
+    sync_once(state_dir, "claude", recent)
+    assert marker.stat().st_mtime > aged + ledger.PRUNE_EVERY
