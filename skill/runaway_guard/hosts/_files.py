@@ -12,6 +12,9 @@ import time
 from .. import tail
 
 _day_cache = {}
+# A line longer than this is judged first by the type its head names (jsonio.head_types):
+# below it, the byte tests of the whole line cost less than the walk.
+LONG = 1024
 
 
 def local_day(timestamp):
@@ -48,7 +51,8 @@ def read_file(book, path, entry, on_line):
 
 def read_all(book, main, reader):
     """Read every file the book follows for this session, the main file last (its records may
-    total the others); reader(entry) gives the line handler for one file.
+    total the others); reader(entry) gives the line handler for one file (see tail.read_new),
+    whose flush(), if it has one, is called once the file is read.
 
     A main file not written yet is read next call. A subagent file that vanished is dropped
     (what it held stays counted); one that cannot be read (not a regular file, no permission)
@@ -62,7 +66,11 @@ def read_all(book, main, reader):
     for path in paths:
         entry = files[path]
         try:
-            read_file(book, path, entry, reader(entry))
+            handler = reader(entry)
+            read_file(book, path, entry, handler)
+            flush = getattr(handler, "flush", None)
+            if flush is not None:
+                flush()  # what a reader held back until the end of what it read
         except FileNotFoundError:
             if path != main:
                 del files[path]

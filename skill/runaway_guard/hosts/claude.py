@@ -12,7 +12,8 @@ import os
 from .. import jsonio, pricing
 from ..calls import Call, fingerprint, tool_name
 from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP, TELL
-from ._files import first_line, local_day, number, read_all
+from ..jsonio import head_types
+from ._files import LONG, first_line, local_day, number, read_all
 
 NAME = "claude"
 LABEL = "Claude Code"
@@ -107,7 +108,7 @@ def sync(book, call):
         for path, agent in _sibling_files(folder, call.session_id, files):
             files.setdefault(path, {"agent": agent})
     files.setdefault(main, {"agent": "main"})
-    read_all(book, main, lambda entry: _Reader(book, entry).line)
+    read_all(book, main, lambda entry: _Reader(book, entry))
     return True
 
 
@@ -182,6 +183,11 @@ def _result_text(content):
     return ""
 
 
+# Only these records change the ledger; any other type is passed over unread (a long line is
+# judged by the type its head names: see lines()).
+_COUNTED = frozenset({"assistant", "user", "system", "cost-state"})
+
+
 class _Reader:
     """Turns one file's new lines into ledger entries."""
 
@@ -189,6 +195,52 @@ class _Reader:
         self.ledger = book
         self.entry = entry
         self.agent = entry["agent"]
+        # The row of the response being read that has the most output so far: a response's
+        # rows come one after another, so it is priced once, when the next response (or
+        # anything that needs the total) comes, or when the read ends.
+        self.held = None
+
+    def __call__(self, raw):
+        self.line(raw)
+
+    def flush(self):
+        """Price and count the response held back, if any."""
+        held = self.held
+        if held is None:
+            return
+        self.held = None
+        key, out, agent, model, record, message = held
+        pusd, known = pricing.claude_cost(model, message["usage"])
+        paused = message.get("pausedResponses")
+        if isinstance(paused, list):
+            # Segments before a pause limit are billed on their own; the row's usage is the rest.
+            for segment in paused:
+                if isinstance(segment, dict) and isinstance(segment.get("usage"), dict):
+                    pusd += pricing.claude_cost(model, segment["usage"])[0]
+        self.ledger.usage(key, agent, model, pusd, known, out, local_day(record.get("timestamp")))
+        if agent == "main":
+            self.entry["model"] = model
+
+    def lines(self, data, start, stop):
+        """Each whole line of data[start:stop], as line() would take it, but a long line
+        (tool results, mostly: most of a session's bytes) whose head names a type that cannot
+        change the ledger is passed over without copying or scanning the rest of it."""
+        find = data.find
+        line = self.line
+        while start < stop:
+            end = find(b"\n", start, stop)
+            if end - start > LONG and "ver" in self.entry:
+                kind = head_types(data, start, end)[0]
+                if kind is not None and (
+                    kind not in _COUNTED
+                    or (kind == "user" and not self.ledger.expecting())
+                    or (kind == "system" and find(b'"compact_boundary"', start, end) < 0)
+                ):
+                    start = end + 1
+                    continue
+            if end > start:
+                line(data[start:end])
+            start = end + 1
 
     def line(self, raw):
         # Most lines are tool results nobody waits for, progress, attachments, snapshots, and
@@ -214,9 +266,11 @@ class _Reader:
             self.entry["ver"] = record["version"]
         kind = record.get("type")
         if kind == "cost-state":
+            self.flush()
             self._cost_state(record)
             return
         if kind == "system" and record.get("subtype") == "compact_boundary":
+            self.flush()
             self._compaction(record)
             return
         message = record.get("message")
@@ -245,17 +299,16 @@ class _Reader:
             sidechain_agent = record.get("agentId")
             if isinstance(sidechain_agent, str) and sidechain_agent:
                 agent = sidechain_agent
-        pusd, known = pricing.claude_cost(model, usage)
-        paused = message.get("pausedResponses")
-        if isinstance(paused, list):
-            # Segments before a pause limit are billed on their own; the row's usage is the rest.
-            for segment in paused:
-                if isinstance(segment, dict) and isinstance(segment.get("usage"), dict):
-                    pusd += pricing.claude_cost(model, segment["usage"])[0]
         out = number(usage.get("output_tokens"))
-        self.ledger.usage(key, agent, model, pusd, known, out, local_day(record.get("timestamp")))
-        if agent == "main":
-            self.entry["model"] = model
+        held = self.held
+        if held is not None and held[0] == key:
+            if out < held[1]:
+                return  # an earlier row of this response: a placeholder output count
+            if out == held[1]:
+                self.flush()  # a tie: each is priced, the ledger keeps the dearer
+        else:
+            self.flush()
+        self.held = (key, out, agent, model, record, message)
 
     def _compaction(self, record):
         """Compaction is billed but not written as a response: estimate it from its size until a
