@@ -119,8 +119,17 @@ def _wires(book, call, call_hash, settings, daily):
     spent = state["spend"]["total"]
     cap = state["cap_usd"] if state["cap_usd"] is not None else settings.max_usd
     status = status_command()
+    team_rungs = []
+    if settings.team:
+        try:
+            from . import team
+
+            team_rungs = team.decisions(settings, state, call.tool)
+        except Exception as error:  # the team's figures fail open; the local caps still hold
+            log.append(settings.state_dir, "team", f"{type(error).__name__}: {error}")
     return wires.strongest(
         [
+            *team_rungs,
             wires.failure_wire(record, settings.max_failures),
             wires.loop_wire(record, call_hash, settings.max_repeats),
             wires.spend_wire(
