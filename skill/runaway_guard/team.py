@@ -31,8 +31,9 @@ import sys
 import time
 
 from . import jsonio, ledger, wires
+from .decisions import STOP
+from .money import PICO
 
-PICO = 10**12
 VERSION = 1
 JOB = "runaway_guard"
 MONTH_METRIC = "runaway_guard_month_spend_usd"
@@ -153,7 +154,7 @@ def due(settings, cache, now, urgent=False):
     return not 0 <= now - last < gap
 
 
-def decisions(settings, state, tool, now=None):
+def decisions(settings, state, tool, warned, now=None):
     """The team's and the person's rungs on the spend ladder for this call; starts a refresh
     when the cached figures are due (never waits for it)."""
     now = time.time() if now is None else now
@@ -176,7 +177,7 @@ def decisions(settings, state, tool, now=None):
                 seen["team"],
                 settings.team_monthly_usd,
                 warn,
-                state["warned"],
+                warned,
                 "team",
                 tool,
                 raise_text(settings, "team_monthly_usd"),
@@ -191,7 +192,7 @@ def decisions(settings, state, tool, now=None):
                 seen["person"],
                 settings.person_daily_usd,
                 warn,
-                state["warned"],
+                warned,
                 "person",
                 tool,
                 raise_text(settings, "person_daily_usd"),
@@ -268,7 +269,7 @@ def _closed(settings, seen, now):
     since = seen["stale_since"]
     when = time.strftime("%H:%M:%S", time.localtime(since)) if since else "now"
     return {
-        "kind": wires.STOP,
+        "kind": STOP,
         "wire": "team",
         "model": (
             "runaway-guard: the team's budget cannot be checked (the team servers are out of "
