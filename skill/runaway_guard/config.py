@@ -224,7 +224,7 @@ def _team(settings, user, project, environ, problems, user_path):
     if missing:
         if "team" not in missing:
             names = " and ".join(PREFIX + key.upper() for key in missing)
-            problems.append(f"team budgets are off: {names} not set")
+            problems.append(f"team budgets are off: no valid {names}")
         return
     settings.team = texts["team"]
     settings.environ = environ  # the team's refresh is started with (part of) it

@@ -32,7 +32,7 @@ import time
 
 from . import jsonio, ledger, wires
 from .decisions import STOP
-from .money import PICO
+from .money import PICO, money
 
 VERSION = 1
 JOB = "runaway_guard"
@@ -216,35 +216,61 @@ def _detail(seen, scope, whose, now):
     return f", all of {whose}, as of {clock}, {max(int(now - refreshed), 0)} s ago"
 
 
-def status(settings, state, now=None):
-    """The team's part of status.py --json (None everywhere when no team is configured)."""
+def report(settings, state, now=None):
+    """(fields for status.py --json, what the team's caps refuse) for one session."""
     now = time.time() if now is None else now
     cache = read_cache(settings.state_dir)
     seen = figures(settings, state, cache, now)
     if due(settings, cache, now) and settings.environ is not None:
         start_refresh(settings.state_dir, settings.environ)
     known = seen["known"]
-    return {
-        "team": settings.team,
-        "user": settings.user,
+    fields = {
         "team_spend_usd": seen["team"] / PICO if known["team"] else None,
         "team_cap_usd": settings.team_monthly_usd or None,
-        "team_cap_source": settings.sources["team_monthly_usd"],
         "person_spend_usd": seen["person"] / PICO if known["person"] else None,
         "person_cap_usd": settings.person_daily_usd or None,
-        "person_cap_source": settings.sources["person_daily_usd"],
         "team_refreshed_at": seen["refreshed_at"],
         "team_stale_since": seen["stale_since"],
-        "team_error": seen["error"],
-        "team_warning": seen["warning"],
-        "team_fail_closed": settings.team_fail_closed,
-        "team_machine": (cache or {}).get("machine"),
-        "team_refresh_s": settings.team_refresh_s,
-        "pushgateway_url": public_url(settings.pushgateway_url),
-        "prometheus_url": public_url(settings.prometheus_url),
-        "raise_team_cap": raise_text(settings, "team_monthly_usd"),
-        "raise_person_cap": raise_text(settings, "person_daily_usd"),
+        "team": {
+            "name": settings.team,
+            "user": settings.user,
+            "month": periods(now)[0],
+            "day": periods(now)[1],
+            "machine": (cache or {}).get("machine"),
+            "error": seen["error"],
+            "warning": seen["warning"],
+            "fail_closed": settings.team_fail_closed,
+            "refresh_s": settings.team_refresh_s,
+            "pushgateway_url": public_url(settings.pushgateway_url),
+            "prometheus_url": public_url(settings.prometheus_url),
+            "team_cap_source": settings.sources["team_monthly_usd"],
+            "person_cap_source": settings.sources["person_daily_usd"],
+            "raise_team_cap": raise_text(settings, "team_monthly_usd"),
+            "raise_person_cap": raise_text(settings, "person_daily_usd"),
+        },
     }
+    refusing = []
+    for scope, cap, name in (
+        ("team", settings.team_monthly_usd, f"the team {settings.team}'s spend this month"),
+        ("person", settings.person_daily_usd, f"{settings.user}'s spend today"),
+    ):
+        if cap > 0 and seen[scope] >= round(cap * PICO):
+            whose = "the team's" if scope == "team" else f"{settings.user}'s"
+            detail = _detail(seen, scope, f"{whose} machines", now)
+            refusing.append(
+                {
+                    "wire": scope,
+                    "agent": None,
+                    "why": f"{name} {money(seen[scope] / PICO)} reached its cap of "
+                    f"{money(cap)}{detail}",
+                }
+            )
+    capped = settings.team_monthly_usd > 0 or settings.person_daily_usd > 0
+    if settings.team_fail_closed and capped and seen["error"]:
+        refusing.append(
+            {"wire": "team", "agent": None, "why": _closed(settings, seen, now)["person"]}
+        )
+    return fields, refusing
 
 
 def raise_text(settings, key):
