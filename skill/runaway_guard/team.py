@@ -39,9 +39,10 @@ JOB = "runaway_guard"
 MONTH_METRIC = "runaway_guard_month_spend_usd"
 DAY_METRIC = "runaway_guard_day_spend_usd"
 TIMEOUT = 3.0  # seconds for one HTTP request of the refresh
-DEADLINE = 20  # a refresh ends itself after this many seconds, whatever happens
+DEADLINE = 20  # one refresh ends its process after this many seconds, whatever happens
 MAX_BACKOFF = 600.0  # the longest wait between attempts while the servers are out of reach
 URGENT_GAP = 2.0  # a session near a team cap publishes its spend this soon
+LINGER_S = 600.0  # the longest a refresh process lives (then a hook starts the next one)
 ACTIVE_S = 86400.0  # sessions written this recently are listed in the cache (see figures())
 
 try:
@@ -169,7 +170,7 @@ def decisions(settings, state, tool, warned, now=None):
         )
     )
     if due(settings, cache, now, urgent=near and seen["delta"] > 0):
-        start_refresh(settings.state_dir, settings.environ)
+        start_refresh(settings, state.get("host"), state.get("session_id"))
     found = []
     if seen["team"] is not None:
         found.append(
@@ -222,7 +223,7 @@ def report(settings, state, now=None):
     cache = read_cache(settings.state_dir)
     seen = figures(settings, state, cache, now)
     if due(settings, cache, now) and settings.environ is not None:
-        start_refresh(settings.state_dir, settings.environ)
+        start_refresh(settings)
     known = seen["known"]
     fields = {
         "team_spend_usd": seen["team"] / PICO if known["team"] else None,
@@ -310,37 +311,36 @@ def _closed(settings, seen, now):
     }
 
 
-def start_refresh(state_dir, environ):
-    """Start one detached refresh unless one runs; True when started. Never waits for it."""
-    place = ledger.private_dir(folder(state_dir))
-    path = os.path.join(place, "refresh.lock")
+def start_refresh(settings, host=None, session_id=None):
+    """Start one detached refresh unless one runs; True when started. Never waits for it.
+
+    Called with the session lock held: the refresh waits for that lock before it reads, so it
+    sees what this call is about to save."""
+    state_dir, environ = settings.state_dir, settings.environ
+    path = os.path.join(ledger.private_dir(folder(state_dir)), "refresh.lock")
     if fcntl is None:
-        return _start_unlocked(state_dir, path, environ)
+        # Without flock: a lock file created exclusively, removed by the refresh (or when old).
+        try:
+            if time.time() - os.stat(path).st_mtime > DEADLINE + settings.team_refresh_s + 10:
+                os.remove(path)
+        except OSError:
+            pass
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except OSError:
+            return False
+        _spawn(state_dir, environ, None, (host, session_id))
+        return True
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             return False  # a refresh is running
-        _spawn(state_dir, environ, fd)
+        _spawn(state_dir, environ, fd, (host, session_id))
         return True
     finally:
         os.close(fd)  # the refresh holds the lock through its own copy until it exits
-
-
-def _start_unlocked(state_dir, path, environ):
-    """Without flock: a lock file created exclusively, removed by the refresh (or when old)."""
-    try:
-        if time.time() - os.stat(path).st_mtime > DEADLINE + 10:
-            os.remove(path)
-    except OSError:
-        pass
-    try:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    except OSError:
-        return False
-    _spawn(state_dir, environ, None)
-    return True
 
 
 _BOOT = "import sys;sys.path.insert(0,sys.argv[1]);from runaway_guard import team;team.child()"
@@ -366,13 +366,14 @@ _PASS = (
 )
 
 
-def _spawn(state_dir, environ, lock_fd):
+def _spawn(state_dir, environ, lock_fd, session):
     import subprocess
 
     env = {k: v for k, v in environ.items() if k.startswith("RUNAWAY_GUARD_") or k in _PASS}
     env["RUNAWAY_GUARD_STATE_DIR"] = state_dir
     skill = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    argv = [sys.executable, "-I", "-S", "-c", _BOOT, skill, str(lock_fd or -1)]
+    host, session_id = (item if isinstance(item, str) else "" for item in session)
+    argv = [sys.executable, "-I", "-S", "-c", _BOOT, skill, str(lock_fd or -1), host, session_id]
     options = {}
     if os.name == "nt":
         options["creationflags"] = 0x00000008 | 0x00000200 | 0x08000000  # detached, no window
@@ -396,19 +397,45 @@ def _spawn(state_dir, environ, lock_fd):
 
 
 def child():
-    """The detached refresh's entry point (argv: skill folder, lock fd)."""
+    """The detached refresh's entry point (argv: skill folder, lock fd, host, session id).
+
+    It refreshes, then again every refresh interval while the machine's sessions keep changing
+    (so a session's last spend is published even if no call follows it), and exits once they
+    are quiet, a refresh failed (the hooks' backoff takes over) or it has lived LINGER_S."""
     try:
         import signal
 
-        signal.alarm(DEADLINE)  # a server that accepts and never answers cannot keep it
-    except (ImportError, AttributeError, ValueError):
-        pass
+        alarm = signal.alarm  # a server that accepts and never answers cannot keep it
+    except (ImportError, AttributeError):
+        alarm = None
     from . import config
 
     settings = config.load(None, os.environ)
+    began = time.monotonic()
+    lock = os.path.join(folder(settings.state_dir), "refresh.lock")
     try:
         if settings.team:
-            refresh(settings)
+            host, session_id = [*sys.argv[3:5], "", ""][:2]
+            if host and session_id:  # what the call that started this saves, first
+                _, base = ledger.session_paths(settings.state_dir, host, session_id)
+                try:
+                    with ledger.Lock(base + ".lock"):
+                        pass
+                except OSError:
+                    pass
+            while True:
+                if alarm:
+                    alarm(DEADLINE)
+                cache = refresh(settings)
+                if alarm:
+                    alarm(0)
+                if cache["error"] or time.monotonic() - began > LINGER_S:
+                    break
+                time.sleep(settings.team_refresh_s)
+                if fcntl is None:
+                    os.utime(lock)  # not stale: still running
+                if not _changed_since(settings.state_dir, cache["snapshot_at"]):
+                    break
     except BaseException as error:
         from . import log
 
@@ -416,10 +443,31 @@ def child():
     finally:
         if fcntl is None:
             try:
-                os.remove(os.path.join(folder(settings.state_dir), "refresh.lock"))
+                os.remove(lock)
             except OSError:
                 pass
     os._exit(0)
+
+
+def _changed_since(state_dir, moment):
+    """Whether any session state or ledger was written after moment."""
+    root = os.path.join(state_dir, "sessions")
+    try:
+        hosts = os.listdir(root)
+    except OSError:
+        return False
+    for host in hosts:
+        try:
+            entries = list(os.scandir(os.path.join(root, host)))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.name.endswith((".json", ".ledger")) and entry.stat().st_mtime > moment:
+                    return True
+            except OSError:
+                continue
+    return False
 
 
 def sync(settings):
