@@ -190,22 +190,39 @@ def test_a_project_may_tighten_team_caps_but_not_name_the_team_or_servers(guard_
         assert f"{key}" in problems
 
 
-def test_no_team_no_team_module(guard_env):
-    assert config.load(None, guard_env.env).team is None
-    code = (
-        "import sys, os; sys.path.insert(0, sys.argv[1]); before = set(sys.modules); "
-        "from runaway_guard import hook; hook.run(sys.stdin.buffer.read(), dict(os.environ)); "
-        "print(sorted(m for m in set(sys.modules) - before if 'team' in m or 'url' in m))"
-    )
-    payload = json.dumps(pre_tool_use(guard_env.root / "t.jsonl", "toolu_1")).encode()
+IMPORTS = (
+    "import sys, os; sys.path.insert(0, sys.argv[1]); before = set(sys.modules); "
+    "from runaway_guard import hook; hook.run(sys.stdin.buffer.read(), dict(os.environ)); "
+    "print(' '.join(sorted(set(sys.modules) - before)))"
+)
+
+
+def imported(guard_env, env, tool_use_id):
+    """The modules one hook call imports, in the hook's own interpreter form."""
+    payload = json.dumps(pre_tool_use(guard_env.root / "t.jsonl", tool_use_id)).encode()
     done = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", code, str(GUARD.parent)],
+        [sys.executable, "-I", "-S", "-c", IMPORTS, str(GUARD.parent)],
         input=payload,
-        env=guard_env.env,
+        env=env,
         capture_output=True,
         check=True,
     )
-    assert done.stdout.strip() == b"[]"
+    return set(done.stdout.split())
+
+
+def test_the_hook_imports_team_only_for_a_team_and_never_the_network(guard_env):
+    assert config.load(None, guard_env.env).team is None
+    assert not {
+        m for m in imported(guard_env, guard_env.env, "toolu_1") if b"team" in m or b"url" in m
+    }
+    env = environ_for(guard_env, "http://127.0.0.1:9", RUNAWAY_GUARD_TEAM_MONTHLY_USD=5)
+    cache = cache_of(fetched_at=time.time(), attempted_at=time.time())
+    cache.update(zip(("month", "day"), team.periods(time.time())))
+    team.ledger.private_dir(team.folder(str(guard_env.state_dir)))
+    team.ledger.write_atomic(team.cache_path(str(guard_env.state_dir)), json.dumps(cache).encode())
+    modules = imported(guard_env, env, "toolu_2")  # the figures are fresh: no refresh to start
+    assert b"runaway_guard.team" in modules
+    assert not modules & {b"urllib", b"urllib.request", b"subprocess", b"json", b"re", b"socket"}
 
 
 # -- what is published --------------------------------------------------------------------------
