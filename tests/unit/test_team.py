@@ -12,7 +12,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.parse
 
 import pytest
 from claude_records import assistant, pre_tool_use, usage
@@ -636,47 +635,29 @@ def test_an_unreachable_server_is_recorded_and_retried_later(guard_env):
     assert "refused" in cache["error"].lower() and cache["failures"] == 1
     assert cache["stale_since"] and cache["fetched_at"] is None
     assert cache["mine_month"] > 0
-    status = subprocess.run(
-        [sys.executable, str(GUARD.parent / "status.py"), "--json", "--session", "s"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=True,
-    )
-    shown = json.loads(status.stdout)
+    shown = json.loads(status_py(env, "--json", "--session", "s").stdout)
     assert shown["team_stale_since"] == cache["stale_since"] and shown["team_spend_usd"] is None
     assert shown["team_cap_usd"] == 100 and shown["team"]["error"] == cache["error"]
-    text = subprocess.run(
-        [sys.executable, str(GUARD.parent / "status.py"), "--session", "s"],
+    text = status_py(env, "--session", "s").stdout
+    assert "Team acme" in text and "stale since" in text
+
+
+def status_py(env, *args):
+    return subprocess.run(
+        [sys.executable, str(GUARD.parent / "status.py"), *args],
         env=env,
         capture_output=True,
         text=True,
         timeout=30,
-        check=True,
-    ).stdout
-    assert "Team acme" in text and "stale since" in text
+    )
 
 
 def test_team_sync_waits_and_reports(guard_env, servers):
     env = environ_for(guard_env, servers.url)
     servers.sums = {"team_others": 2.0, "person_others": 0.0}
-    done = subprocess.run(
-        [sys.executable, str(GUARD.parent / "status.py"), "--team-sync"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    done = status_py(env, "--team-sync")
     assert done.returncode == 0, done.stderr
     assert "team acme" in done.stdout and "$2.00" in done.stdout
     servers.fail["PUT"] = 502
-    done = subprocess.run(
-        [sys.executable, str(GUARD.parent / "status.py"), "--team-sync", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    done = status_py(env, "--team-sync", "--json")
     assert done.returncode == 1 and "HTTP 502" in json.loads(done.stdout)["error"]
-    assert urllib.parse.urlsplit(servers.url).port
