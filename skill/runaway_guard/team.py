@@ -18,10 +18,12 @@ spend is never late by a scrape.
 
 The hook never waits on the network. It reads cache.json, which only the refresh writes
 (atomically), and when that is older than the refresh interval it starts one detached refresh:
-stdio on /dev/null, a session of its own, no descriptor of the host's; a lock file (flock) held
-for the refresh's life makes it the only one. Servers out of reach: the cache keeps the last
+stdio on /dev/null, a session of its own, no descriptor of the host's; a lock file (flock),
+held while it refreshes, makes it the only one. Servers out of reach: the cache keeps the last
 figures and says since when they are stale; the guard fails open (the local caps still hold),
-unless team_fail_closed (for CI) asks it to refuse instead. The refresh retries with a backoff.
+unless team_fail_closed (for CI) asks it to refuse instead, and the hooks retry with a backoff.
+While the machine's sessions keep changing, the refresh stays and refreshes once an interval,
+so a session's last spend is published even when no call follows it.
 
 This module is imported only when a team is configured; urllib only in the refresh.
 """
@@ -412,6 +414,7 @@ def child():
 
     settings = config.load(None, os.environ)
     began = time.monotonic()
+    held = int(sys.argv[2]) if fcntl is not None and sys.argv[2:3] != ["-1"] else None
     lock = os.path.join(folder(settings.state_dir), "refresh.lock")
     try:
         if settings.team:
@@ -431,11 +434,21 @@ def child():
                     alarm(0)
                 if cache["error"] or time.monotonic() - began > LINGER_S:
                     break
+                if held is not None:
+                    fcntl.flock(held, fcntl.LOCK_UN)  # asleep: a sync may refresh meanwhile
                 time.sleep(settings.team_refresh_s)
                 if fcntl is None:
                     os.utime(lock)  # not stale: still running
                 if not _changed_since(settings.state_dir, cache["snapshot_at"]):
                     break
+                if held is not None:
+                    try:
+                        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except OSError:
+                        break  # another refresh runs
+                latest = read_cache(settings.state_dir) or {}
+                if latest.get("attempted_at") != cache["attempted_at"]:
+                    break  # another refresh ran meanwhile: the next call starts one when due
     except BaseException as error:
         from . import log
 
@@ -471,10 +484,18 @@ def _changed_since(state_dir, moment):
 
 
 def sync(settings):
-    """A refresh now, waited for (status.py --team-sync: CI's last step, debugging)."""
-    place = ledger.private_dir(folder(settings.state_dir))
-    with ledger.Lock(os.path.join(place, "refresh.lock")):
+    """A refresh now, waited for (status.py --team-sync: CI's last step, debugging). It waits
+    for a refresh in progress to end (its push must not land after this one's), not longer."""
+    lock = ledger.Lock(os.path.join(ledger.private_dir(folder(settings.state_dir)), "refresh.lock"))
+    try:
+        lock.__enter__()
+    except TimeoutError:
+        lock = None
+    try:
         return refresh(settings)
+    finally:
+        if lock is not None:
+            lock.__exit__()
 
 
 def machine_id(state_dir):
