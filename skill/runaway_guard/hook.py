@@ -52,7 +52,8 @@ def _decide(book, call, settings, host):
     # A host whose payload has no call id (Copilot) learns it from its session files.
     if call.tool_use_id != known_id and call.tool_use_id in state["answers"]:
         seen = state["answers"][call.tool_use_id]
-        return seen if isinstance(seen, dict) else None
+        # the same call through a second install: the host runs both answers, a note once
+        return seen if isinstance(seen, dict) and seen["kind"] != TELL else None
     _new_prompt(state, call)
     daily = _daily_spend(state, call, settings)
     if state["off"]:

@@ -42,6 +42,14 @@ if [ "$(installed_version @anthropic-ai/claude-code)" != "$CLAUDE_VERSION" ] ||
     "ccusage@$CCUSAGE_VERSION" "@github/copilot@$COPILOT_VERSION" >&2
 fi
 
+# Copilot unpacks its package (~235 MB) into COPILOT_CACHE_HOME on first start: once, here, in
+# the cache every e2e run shares (tests/e2e/copilot_host.py), so no test pays for it.
+if [ ! -e "$prefix/copilot-cache/pkg/linux-x64/$COPILOT_VERSION/.extraction-complete" ] &&
+   [ ! -e "$prefix/copilot-cache/pkg/darwin-arm64/$COPILOT_VERSION/.extraction-complete" ]; then
+  COPILOT_CACHE_HOME="$prefix/copilot-cache" COPILOT_OFFLINE=true COPILOT_AUTO_UPDATE=false \
+    "$copilot_bin" --version >/dev/null
+fi
+
 echo "$claude_bin"
 echo "$codex_bin"
 echo "$ccusage_bin"

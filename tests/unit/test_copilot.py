@@ -455,3 +455,30 @@ def test_fixtures_are_small():
     total = sum(p.stat().st_size for p in FIXTURES.rglob("*") if p.is_file())
     assert total < 400_000
     assert (FIXTURES / "README.md").exists() and Path(FIXTURES / "record.py").exists()
+
+
+def test_a_second_install_repeats_a_refusal_but_not_a_note(tmp_path, monkeypatch):
+    """Copilot runs the guard from its hook file, then from the Claude settings, for one call."""
+    guard = GuardEnv(tmp_path)
+    home = tmp_path / "home"
+    events = home / "session-state" / "s1" / "events.jsonl"
+    events.parent.mkdir(parents=True)
+    monkeypatch.setenv("COPILOT_HOME", str(home))
+    args = {"command": "false"}
+    camel = {"sessionId": "s1", "toolName": "bash", "toolArgs": args}
+    pascal = {"hook_event_name": "PreToolUse", "session_id": "s1", "tool_name": "Bash"}
+    pascal.update(tool_input=args, timestamp="2026-12-01T00:00:00.000Z")
+    pairs = []
+    for n in range(1, 5):
+        write_events(events, [hook_start([(f"c{n}", "bash", args)])])
+        first = guard.answer(camel, RUNAWAY_GUARD_MAX_FAILURES="2")
+        second = guard.answer(pascal, RUNAWAY_GUARD_MAX_FAILURES="2")
+        pairs.append((first and next(iter(first)), second and next(iter(second))))
+        write_events(events, [complete(f"c{n}", exit_code=1)])
+    assert pairs == [
+        (None, None),
+        ("additionalContext", None),  # the note once, not twice
+        ("permissionDecision", "permissionDecision"),
+        ("permissionDecision", "permissionDecision"),
+    ]
+    assert state_of(guard, "s1")["agents"]["main"]["fails"] == 2  # the refused calls never ran

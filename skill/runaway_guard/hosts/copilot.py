@@ -56,27 +56,30 @@ TOOLS = {
 
 INSTALL = {
     "home": ("COPILOT_HOME", ".copilot"),
-    # A hook file the guard owns: installing writes it whole, uninstalling deletes it.
+    # A hook file the guard owns (hooks/*.json are all loaded): written whole, deleted on
+    # uninstall. Skills: Copilot lists ~/.copilot/skills and a project's .github/skills.
     "user": {"settings": "hooks/runaway-guard.json", "skills": "skills"},
     "project": {"settings": ".github/hooks/runaway-guard.json", "skills": ".github/skills"},
+    "binaries": ("copilot",),
     "entry": {
         "kind": "owned-file",
-        "file": {"version": 1, "hooks": {}},
-        "events": ("preToolUse",),
-        "grouped": False,
-        "handler": {"type": "command", "bash": "{command}", "timeoutSec": 30},
-        "timeout_unit": "s",
+        # camelCase event: camelCase payloads; `bash` runs the POSIX command; seconds
+        "template": {
+            "version": 1,
+            "hooks": {"preToolUse": [{"type": "command", "bash": "{command}", "timeoutSec": 30}]},
+        },
     },
     "after_install": (
-        "Copilot CLI loads {settings} in every folder, in interactive sessions and in "
-        "`copilot -p`; start a new session so it is read.",
+        "Copilot CLI loads {settings} in every folder, interactive or `copilot -p`, from its next "
+        "session on. If the guard is also installed for Claude Code in a project, Copilot runs "
+        "both there and each call is counted once.",
     ),
     "after_install_project": (
         "Copilot runs a project's hooks in `copilot -p` only in a trusted folder "
-        "(--trust-folder, a saved trust, or COPILOT_ALLOW_ALL=true); interactive sessions ask "
+        "(--trust-folder, a saved trust, or COPILOT_ALLOW_ALL=true); an interactive session asks "
         "to trust the folder first.",
     ),
-    "after_uninstall": "Copilot CLI stops running the hook in its next session.",
+    "after_uninstall": "Copilot CLI no longer runs the hook from its next session on.",
 }
 
 WAIT = 1.5  # seconds a call waits for events.jsonl to show it (seen: within ~0.1 s)
