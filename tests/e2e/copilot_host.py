@@ -22,7 +22,6 @@ What was checked on 1.0.102 (tests/fixtures/copilot/README.md has the detail):
 Stdlib only; Python 3.9 syntax.
 """
 
-import contextlib
 import json
 import os
 import re
@@ -30,6 +29,8 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+
+from codex_host import read_jsonl
 
 __all__ = [
     "COPILOT_VERSION",
@@ -85,17 +86,6 @@ def copilot_env(home, model_url, model="gpt-4.1", copilot_home=None, env=None):
     return out
 
 
-def read_jsonl(path):
-    out = []
-    with open(str(path), encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
-            if line:
-                with contextlib.suppress(ValueError):
-                    out.append(json.loads(line))
-    return out
-
-
 def write_json(path, data):
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -106,14 +96,13 @@ def write_json(path, data):
 class CopilotRun:
     """The outcome of one ``copilot -p``."""
 
-    def __init__(self, args, proc, copilot_home, project, hook_log=None):
+    def __init__(self, args, proc, copilot_home, project):
         self.args = args
         self.returncode = proc.returncode
         self.stdout = proc.stdout
         self.stderr = proc.stderr
         self.copilot_home = Path(copilot_home)
         self.project = Path(project)
-        self.hook_log = hook_log
 
     @property
     def session_id(self):
@@ -163,12 +152,6 @@ class CopilotRun:
     def aborted(self):
         return bool(self.of_type("abort"))
 
-    @property
-    def hook_inputs(self):
-        if self.hook_log is None or not Path(self.hook_log).exists():
-            return []
-        return read_jsonl(self.hook_log)
-
     def __repr__(self):
         return f"CopilotRun(rc={self.returncode!r}, session={self.session_id!r})"
 
@@ -186,7 +169,6 @@ def run_copilot(
     args=(),
     env=None,
     timeout=120,
-    hook_log=None,
     binary=None,
 ):
     """``copilot -p <prompt>`` in ``project`` (created if missing) with a throwaway HOME.
@@ -218,7 +200,7 @@ def run_copilot(
         timeout=timeout,
         check=False,
     )
-    return CopilotRun(argv, proc, run_env["COPILOT_HOME"], project, hook_log)
+    return CopilotRun(argv, proc, run_env["COPILOT_HOME"], project)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ to the `hook.start` that lists the call), as both installs would have seen it.
 """
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -211,20 +212,13 @@ def test_a_subagents_failure_and_spend_are_its_own(tmp_path, monkeypatch):
 
 def test_the_failure_wire_stops_the_sixth_failing_command(tmp_path, monkeypatch):
     """Five failing shell calls in a row, each outcome on disk before the next hook."""
-    guard = GuardEnv(tmp_path)
-    home = tmp_path / "home"
-    events = home / "session-state" / "s1" / "events.jsonl"
-    events.parent.mkdir(parents=True)
-    monkeypatch.setenv("COPILOT_HOME", str(home))
+    guard, events = one_session(tmp_path, monkeypatch)
     env = {"RUNAWAY_GUARD_MAX_FAILURES": "5"}
     answers = []
     for n in range(1, 7):
         args = {"command": f"false {n}", "description": "x"}
-        write_events(events, [hook_start([(f"c{n}", "bash", args)])])
-        answers.append(
-            guard.answer({"sessionId": "s1", "toolName": "bash", "toolArgs": args}, **env)
-        )
-        write_events(events, [complete(f"c{n}", exit_code=1, text=f"boom {n}")])
+        failed = complete(f"c{n}", exit_code=1, text=f"boom {n}")
+        answers.append(through(guard, events, f"c{n}", args, failed, **env))
     assert answers[:4] == [None] * 4
     assert set(answers[4]) == {"additionalContext"}  # a warning, the call runs
     assert answers[5]["permissionDecision"] in ("deny", "ask")
@@ -232,41 +226,25 @@ def test_the_failure_wire_stops_the_sixth_failing_command(tmp_path, monkeypatch)
 
 
 def test_the_guards_own_refusals_do_not_feed_the_failure_run(tmp_path, monkeypatch):
-    guard = GuardEnv(tmp_path)
-    home = tmp_path / "home"
-    events = home / "session-state" / "s1" / "events.jsonl"
-    events.parent.mkdir(parents=True)
-    monkeypatch.setenv("COPILOT_HOME", str(home))
+    guard, events = one_session(tmp_path, monkeypatch)
     env = {"RUNAWAY_GUARD_MAX_FAILURES": "2"}
     for n in range(1, 6):
-        args = {"command": f"x {n}"}
-        write_events(events, [hook_start([(f"c{n}", "bash", args)])])
-        guard.run({"sessionId": "s1", "toolName": "bash", "toolArgs": args}, **env)
-        write_events(events, [denied(f"c{n}")])
+        through(guard, events, f"c{n}", {"command": f"x {n}"}, denied(f"c{n}"), **env)
     state = state_of(guard, "s1")
     assert state["agents"]["main"]["fails"] == 0
 
 
 def test_polls_whose_output_changes_are_progress_not_a_loop(tmp_path, monkeypatch):
-    guard = GuardEnv(tmp_path)
-    home = tmp_path / "home"
-    events = home / "session-state" / "s1" / "events.jsonl"
-    events.parent.mkdir(parents=True)
-    monkeypatch.setenv("COPILOT_HOME", str(home))
+    guard, events = one_session(tmp_path, monkeypatch)
     env = {"RUNAWAY_GUARD_MAX_REPEATS": "3"}
     args = {"command": "cat status", "description": "poll"}
-    payload = {"sessionId": "s1", "toolName": "bash", "toolArgs": args}
     answers = []
-    for n in range(1, 9):
-        write_events(events, [hook_start([(f"c{n}", "bash", args)])])
-        answers.append(guard.answer(payload, **env))
+    for n in range(1, 13):  # 8 polls whose output changes, then the same result 3 times
         # the shellId grows every call: only the output before it tells progress from a loop
-        write_events(events, [complete(f"c{n}", text=f"step {n}\n<shellId: {n} completed>")])
-    assert answers == [None] * 8
-    for n in range(9, 13):  # the same result 3 times, then a 4th identical call
-        write_events(events, [hook_start([(f"c{n}", "bash", args)])])
-        answers.append(guard.answer(payload, **env))
-        write_events(events, [complete(f"c{n}", text=f"same\n<shellId: {n} completed>")])
+        text = f"step {n}" if n <= 8 else "same"
+        result = complete(f"c{n}", text=f"{text}\n<shellId: {n} completed>")
+        answers.append(through(guard, events, f"c{n}", args, result, **env))
+    assert answers[:8] == [None] * 8
     assert all(a is None or "permissionDecision" not in a for a in answers[8:11])
     assert answers[11]["permissionDecisionReason"].startswith("runaway-guard:")
 
@@ -275,11 +253,26 @@ def test_without_its_events_file_the_guard_still_answers_at_once(tmp_path, monke
     monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "none"))
     guard = GuardEnv(tmp_path)
     payload = {"sessionId": "nowhere", "toolName": "bash", "toolArgs": {"command": "ls"}}
-    import time
-
     start = time.monotonic()
     assert guard.run(payload) == ""
     assert time.monotonic() - start < copilot.WAIT
+
+
+def one_session(tmp_path, monkeypatch):
+    """The guard, and the events.jsonl of session s1 under a COPILOT_HOME of its own."""
+    home = tmp_path / "home"
+    events = home / "session-state" / "s1" / "events.jsonl"
+    events.parent.mkdir(parents=True)
+    monkeypatch.setenv("COPILOT_HOME", str(home))
+    return GuardEnv(tmp_path), events
+
+
+def through(guard, events, call_id, args, outcome, **env):
+    """One shell call as Copilot makes it: its hook.start on disk, the guard, its outcome."""
+    write_events(events, [hook_start([(call_id, "bash", args)])])
+    answer = guard.answer({"sessionId": "s1", "toolName": "bash", "toolArgs": args}, **env)
+    write_events(events, [outcome])
+    return answer
 
 
 def write_events(path, records):
@@ -371,25 +364,19 @@ def test_end_run_never_raises(monkeypatch):
 
 
 def test_a_stop_is_saved_before_the_run_is_ended(tmp_path, monkeypatch):
-    guard = GuardEnv(tmp_path)
-    home = tmp_path / "home"
-    events = home / "session-state" / "s1" / "events.jsonl"
-    events.parent.mkdir(parents=True)
+    guard, events = one_session(tmp_path, monkeypatch)
     seen = []
 
     def end_run(call):
         seen.append(state_of(guard, "s1")["blocked"]["kind"])
 
     monkeypatch.setattr(copilot, "end_run", end_run)
-    monkeypatch.setenv("COPILOT_HOME", str(home))
     env = {"RUNAWAY_GUARD_MAX_FAILURES": "1"}
     kinds = []
     for n in (1, 2, 3, 4):  # a failure, then the ladder: deny, ask, stop
-        args = {"command": f"false {n}"}
-        write_events(events, [hook_start([(f"c{n}", "bash", args)])])
-        answer = guard.answer({"sessionId": "s1", "toolName": "bash", "toolArgs": args}, **env)
+        after = complete(f"c{n}", exit_code=1) if n == 1 else denied(f"c{n}")
+        answer = through(guard, events, f"c{n}", {"command": f"false {n}"}, after, **env)
         kinds.append(answer and answer["permissionDecision"])
-        write_events(events, [complete(f"c{n}", exit_code=1) if n == 1 else denied(f"c{n}")])
     assert kinds == [None, "deny", "ask", "ask"]
     assert seen == [STOP]
 
@@ -459,11 +446,7 @@ def test_fixtures_are_small():
 
 def test_a_second_install_repeats_a_refusal_but_not_a_note(tmp_path, monkeypatch):
     """Copilot runs the guard from its hook file, then from the Claude settings, for one call."""
-    guard = GuardEnv(tmp_path)
-    home = tmp_path / "home"
-    events = home / "session-state" / "s1" / "events.jsonl"
-    events.parent.mkdir(parents=True)
-    monkeypatch.setenv("COPILOT_HOME", str(home))
+    guard, events = one_session(tmp_path, monkeypatch)
     args = {"command": "false"}
     camel = {"sessionId": "s1", "toolName": "bash", "toolArgs": args}
     pascal = {"hook_event_name": "PreToolUse", "session_id": "s1", "tool_name": "Bash"}
