@@ -50,8 +50,6 @@ TOOLS = {
     "create": "Write",
     "edit": "Edit",
     "task": "Agent",
-    "glob": "Glob",
-    "grep": "Grep",
 }
 
 INSTALL = {

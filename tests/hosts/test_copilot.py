@@ -26,10 +26,21 @@ GPT41 = {"input": 2, "cached": 0.5, "output": 8}
 
 def fixture(name):
     folder = FIXTURES / name
-    hooks = [json.loads(line) for line in (folder / "hooks.jsonl").read_text().splitlines()]
+    lines = (folder / "hook_inputs.jsonl").read_text().splitlines()
+    hooks = [{"event": event_of(p), "payload": p} for p in map(json.loads, lines)]
     (events,) = list((folder / "session-state").glob("*/events.jsonl"))
     records = [json.loads(line) for line in events.read_text().splitlines()]
     return hooks, events, records
+
+
+def event_of(payload):
+    """PreToolUse (from the Claude settings), preToolUse (from a Copilot hook file), or other."""
+    if "hook_event_name" in payload:
+        return payload["hook_event_name"]
+    keys = set(payload)
+    if {"toolName", "toolArgs"} <= keys and not keys & {"toolResult", "error", "hookName"}:
+        return "preToolUse"
+    return "other"
 
 
 def priced(usage, rates=GPT41):
@@ -56,14 +67,14 @@ def test_every_payload_copilot_sent_is_copilots_never_claude(name):
 
 
 def test_claude_codes_own_payloads_stay_claudes_even_under_copilot_env():
-    from claude_records import pre_tool_use
-
-    payload = pre_tool_use("/tmp/p/s1.jsonl", "s1", "toolu_1", "Bash", {"command": "ls"})
-    assert hosts.detect(payload, {}) == "claude"
-    # a Claude Code started from a shell tool of a Copilot session inherits its environment
-    assert hosts.detect(payload, {"COPILOT_CLI": "1"}) == "claude"
+    """A Claude Code started from a shell tool of a Copilot session inherits COPILOT_CLI=1."""
+    recorded = sorted((ROOT / "tests" / "fixtures" / "claude").glob("**/hook_inputs.jsonl"))
+    payloads = [json.loads(line) for path in recorded for line in path.read_text().splitlines()]
+    assert payloads
+    for payload in payloads:
+        assert hosts.detect(payload, {"COPILOT_CLI": "1"}) == "claude"
     stop = {"hook_event_name": "Stop", "session_id": "s", "transcript_path": "/x/s.jsonl"}
-    assert hosts.detect(stop, {}) == "claude"
+    assert hosts.detect(stop, {"COPILOT_CLI": "1"}) == "claude"
 
 
 def test_call_reads_only_pre_tool_use_and_both_dialects_agree():
