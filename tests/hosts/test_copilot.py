@@ -8,6 +8,9 @@ to the `hook.start` that lists the call), as both installs would have seen it.
 """
 
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -476,3 +479,50 @@ def test_a_second_install_repeats_a_refusal_but_not_a_note(tmp_path, monkeypatch
         ("permissionDecision", "permissionDecision"),
     ]
     assert state_of(guard, "s1")["agents"]["main"]["fails"] == 2  # the refused calls never ran
+
+
+# ---------------------------------------------------------------------------------------------
+# the installer, with Copilot's INSTALL data
+
+
+def installer(home, *args):
+    return subprocess.run(
+        [sys.executable, str(ROOT / "installer" / "install.py"), "--host", "copilot", *args],
+        env={"HOME": str(home), "PATH": os.environ.get("PATH", "")},
+        cwd=str(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_installer_writes_removes_and_checks_a_hook_file_of_its_own(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "proj"
+    home.mkdir()
+    project.mkdir()
+    assert installer(home).returncode == 0
+    path = home / ".copilot" / "hooks" / "runaway-guard.json"
+    (handler,) = json.loads(path.read_text())["hooks"]["preToolUse"]
+    assert handler["type"] == "command" and handler["timeoutSec"] == 30
+    assert handler["bash"].endswith("/.copilot/skills/runaway-guard/skill/guard.py' || true")
+    before = path.stat().st_mtime_ns
+    assert installer(home).returncode == 0 and path.stat().st_mtime_ns == before  # idempotent
+    assert installer(home, "--check").returncode == 0
+    local = installer(home, "--scope", "project", "--project", str(project))
+    assert local.returncode == 0, local.stderr
+    assert (project / ".github" / "hooks" / "runaway-guard.json").is_file()
+    assert (project / ".github" / "skills" / "runaway-guard" / "skill" / "guard.py").is_file()
+    assert installer(home, "--uninstall").returncode == 0
+    assert not path.exists() and not (home / ".copilot" / "skills" / "runaway-guard").exists()
+    assert installer(home, "--check").returncode == 1
+
+
+def test_the_installer_leaves_a_hook_file_that_is_not_its_own(tmp_path):
+    home = tmp_path / "home"
+    path = home / ".copilot" / "hooks" / "runaway-guard.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"version": 1, "hooks": {}}\n')
+    result = installer(home)
+    assert result.returncode == 2
+    assert path.read_text() == '{"version": 1, "hooks": {}}\n'
