@@ -6,9 +6,10 @@ A partial last line is left for the next call; a file that shrank or was replace
 rewrites large transcripts after compaction) is read again from the start, and the ledger's
 message keys keep that from counting anything twice.
 
-The bytes go into one buffer that is reused: a fresh 4 MiB object a read costs the kernel a
-page fault per 4 KiB, which made reading a large session from the page cache 3-6 times slower
-than reading it into memory already mapped.
+The bytes go into one buffer that is reused, sized to what there is to read (at most BLOCK):
+a fresh 4 MiB object a read costs a page fault per 4 KiB, which made reading a large session
+from the page cache 3-6 times slower than reading into memory already mapped, and a call that
+reads a few appended lines must not pay for zeroing 4 MiB either.
 """
 
 import os
@@ -17,12 +18,19 @@ BLOCK = 1 << 22  # 4 MiB a read keeps memory flat whatever the file's size.
 MAX_LINE = 1 << 23  # A longer line cannot be a record worth the memory; it is skipped.
 _REGULAR, _FORMAT = 0o100000, 0o170000  # stat.S_IFREG and S_IFMT, without importing stat
 
-_buffer = []  # the reused read buffer, made on first use
+def regular(mode):
+    """stat.S_ISREG(mode), without importing stat."""
+    return mode & _FORMAT == _REGULAR
 
 
-def _block():
-    if not _buffer:
-        _buffer.append(bytearray(BLOCK))
+_buffer = []  # the reused read buffer, made on first use and grown as needed
+
+
+def _block(size):
+    """A buffer of min(size, BLOCK) bytes or more (64 KiB at least), reused call to call."""
+    size = min(max(size, 1 << 16), BLOCK)
+    if not _buffer or len(_buffer[0]) < size:
+        _buffer[:] = [bytearray(size)]
     return _buffer[0]
 
 
@@ -58,7 +66,7 @@ def read_new(path, cursor, on_line, on_restart):
     start. Raises OSError when the path cannot be read or is not a regular file.
     """
     info = os.stat(path)
-    if info.st_mode & _FORMAT != _REGULAR:
+    if not regular(info.st_mode):
         raise OSError(f"not a regular file: {path}")
     offset = cursor.get("off", 0)
     if cursor.get("ino") != info.st_ino or info.st_size < offset:
@@ -74,7 +82,7 @@ def read_new(path, cursor, on_line, on_restart):
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     try:
         os.lseek(fd, offset, os.SEEK_SET)
-        buffer = _block()
+        buffer = _block(info.st_size - offset + 1)
         view = memoryview(buffer)
         position = offset  # the file offset of buffer[0] on the next read
         pending = b""  # the start of a line whose end is not read yet (offset is its start)

@@ -6,7 +6,6 @@ matter are parsed: a cheap byte test comes before any JSON decoding.
 """
 
 import os
-import stat
 import time
 
 from .. import tail
@@ -87,7 +86,7 @@ def first_line(path, limit=1 << 20):
     """
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        if not tail.regular(os.fstat(fd).st_mode):
             raise OSError(f"not a regular file: {path}")
         data = b""
         while len(data) < limit and b"\n" not in data:
