@@ -1,0 +1,660 @@
+"""The benchmark's sessions: one small generator per host, writing its session files as that host
+does, record shapes and key order included (Claude Code 2.1.328, Codex 0.169, Copilot CLI
+1.0.102, from the fixtures in tests/fixtures/).
+
+A generator is a class registered in GENERATORS under the host's NAME, with:
+
+- subagent_files: whether each subagent writes a file of its own;
+- make(folder, size_mb, subagents) -> info: write a session of about size_mb MB (the main file;
+  each of `subagents` subagent files is 1 % of it) under folder; info is a JSON-able dict with
+  at least "files" (every file written, the main one first) and "env" (what the hook's
+  environment needs besides the state dir, e.g. a host's home);
+- append(info, step) -> payload: append what one tool call adds (a response with its usage,
+  the call, its result; the records around them) and return the hook payload of the next call.
+  Records appended carry today's time, so each call also updates the day's spend.
+
+Standard library only; deterministic (seeded) except for the time of appended records.
+"""
+
+import json
+import os
+import random
+import time
+
+MB = 1 << 20
+SUBAGENT_SHARE = 0.01  # each subagent file is 1 % of the main file
+GENERATORS = {}
+
+_rng = random.Random(1234)
+_WORDS = (
+    *("def", "return", "self", "import", "from", "the", "file", "line", "error", "test"),
+    *("value", "path", "state", "read", "write", "guard", "json", "usage", "token", "model"),
+    *("agent", "call", "result", "output", "input", "cache", "request", "response"),
+    *("session", "tool", "if", "else", "for", "while", "try", "except", "class", "with"),
+    *("open", "close", "os", "sys", "time", "None", "True", "False"),
+)
+TEXT = " ".join(_rng.choice(_WORDS) for _ in range(200_000))
+TEXT = TEXT.replace(" self ", "\n    self ").replace(" def ", "\n\ndef ")
+
+
+def body(rng, low, high):
+    size = rng.randint(low, high)
+    start = rng.randrange(0, len(TEXT) - size - 1)
+    return TEXT[start : start + size]
+
+
+def stamp(n):
+    return f"2026-11-30T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}.000Z"
+
+
+def now_stamp():
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+
+
+def dumps(record):
+    return json.dumps(record, separators=(",", ":"))
+
+
+def write_until(path, target, make_lines):
+    """Write generated lines to path until it holds at least target bytes; the turns written."""
+    written = index = 0
+    with open(path, "w", encoding="utf-8") as handle:
+        while written < target:
+            text = "\n".join(make_lines(index)) + "\n"
+            handle.write(text)
+            written += len(text)
+            index += 1
+    return index
+
+
+def append_lines(path, lines):
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")
+
+
+def host(name):
+    def register(cls):
+        GENERATORS[name] = cls
+        cls.name = name
+        return cls
+
+    return register
+
+
+# -- Claude Code --------------------------------------------------------------------------------
+
+
+class ClaudeWriter:
+    """One Claude Code transcript file: responses of several rows, results, and what surrounds
+    them (hook progress, attachments, file snapshots, API request logs), keys in 2.1.328's order."""
+
+    SESSION = "b3a1c0de-0000-4000-8000-00000000beef"
+    VERSION = "2.1.328"
+
+    def __init__(self, rng, cwd, agent=None):
+        self.rng, self.cwd, self.agent = rng, cwd, agent
+        self.n = 0
+        self.parent = None
+        self.when = None  # a fixed time for appended records (today), else a counter
+
+    def _uuid(self):
+        self.n += 1
+        return f"{self.n:08x}-{len(self.agent or ''):04x}-4000-8000-{self.n:012x}"
+
+    def _tail(self, record, uuid):
+        record.update(
+            uuid=uuid,
+            timestamp=self.when or stamp(self.n),
+            userType="external",
+            entrypoint="cli",
+            cwd=self.cwd,
+            sessionId=self.SESSION,
+            version=self.VERSION,
+            gitBranch="main",
+        )
+        self.parent = uuid
+        return dumps(record)
+
+    def _head(self):
+        record = {"parentUuid": self.parent, "isSidechain": self.agent is not None}
+        if self.agent:
+            record["agentId"] = self.agent
+        return record
+
+    def usage(self, out):
+        rng = self.rng
+        return {
+            "input_tokens": rng.randint(1, 8),
+            "cache_creation_input_tokens": rng.randint(0, 4000),
+            "cache_read_input_tokens": rng.randint(10_000, 150_000),
+            "cache_creation": {
+                "ephemeral_5m_input_tokens": 0,
+                "ephemeral_1h_input_tokens": rng.randint(0, 4000),
+            },
+            "output_tokens": out,
+            "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+            "service_tier": "standard",
+            "inference_geo": "",
+            "iterations": [],
+            "speed": "standard",
+        }
+
+    def assistant(self, msg, model, block, usage, request):
+        record = self._head()
+        record["message"] = {
+            "id": msg,
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [block],
+            "stop_reason": "tool_use" if block["type"] == "tool_use" else None,
+            "stop_sequence": None,
+            "usage": usage,
+        }
+        record.update(requestId=request, requestedModel=model, type="assistant")
+        return self._tail(record, self._uuid())
+
+    def api_request(self, request, model):
+        return dumps(
+            {
+                "type": "api-request",
+                "sessionId": self.SESSION,
+                "id": request,
+                "timestamp": self.when or stamp(self.n),
+                "version": self.VERSION,
+                "querySource": "repl_main_thread" if not self.agent else "agent",
+                "params": {"model": model, "max_tokens": 32000, "thinking": {"type": "enabled"}},
+                "requestDigest": f"{self.rng.getrandbits(128):032x}",
+            }
+        )
+
+    def response(self, index, tool_id, command):
+        """One API response: thinking and text rows with a placeholder output count, then the
+        tool_use row with the final one."""
+        rng = self.rng
+        msg = f"msg_01Bench{index:016d}{self.agent or ''}"
+        request = f"req_01Bench{index:016d}{self.agent or ''}"
+        model = "claude-sonnet-4-6" if self.agent else "claude-opus-4-8"
+        rows = [self.api_request(request, model)]
+        usage = self.usage(rng.randint(1, 30))
+        if rng.random() < 0.7:
+            thinking = {
+                "type": "thinking",
+                "thinking": body(rng, 200, 3000),
+                "signature": "Eq" + "A" * rng.randint(300, 1200),
+            }
+            rows.append(self.assistant(msg, model, thinking, usage, request))
+        if rng.random() < 0.3:
+            text = {"type": "text", "text": body(rng, 50, 800)}
+            rows.append(self.assistant(msg, model, text, usage, request))
+        final = dict(usage, output_tokens=rng.randint(40, 2500))
+        block = {"type": "tool_use", "id": tool_id, "name": "Bash", "input": command}
+        rows.append(self.assistant(msg, model, block, final, request))
+        return rows
+
+    def result(self, tool_id, output, error=False):
+        record = self._head()
+        record.update(promptId="p-0001", type="user")
+        block = {"tool_use_id": tool_id, "type": "tool_result", "content": output}
+        if error:
+            block["is_error"] = True
+        record["message"] = {"role": "user", "content": [block]}
+        source = self.parent
+        uuid = self._uuid()
+        record["toolUseResult"] = {
+            "stdout": output,
+            "stderr": "",
+            "interrupted": False,
+            "isImage": False,
+        }
+        record["sourceToolAssistantUUID"] = source
+        return self._tail(record, uuid)
+
+    def attachment(self):
+        record = self._head()
+        record["attachment"] = {
+            "type": "edited_text_file",
+            "filename": f"{self.cwd}/src/module.py",
+            "snippet": body(self.rng, 500, 4000),
+        }
+        record["type"] = "attachment"
+        return self._tail(record, self._uuid())
+
+    def snapshot(self):
+        self.n += 1
+        backups = {
+            f"src/file{i}.py": {
+                "backupFileName": f"{self.n:08x}@v{i}",
+                "version": i,
+                "backupTime": "2026-11-30T10:00:00.000Z",
+            }
+            for i in range(self.rng.randint(1, 12))
+        }
+        return dumps(
+            {
+                "type": "file-history-snapshot",
+                "messageId": f"{self.n:08x}-snap",
+                "snapshot": {
+                    "messageId": f"{self.n:08x}-snap",
+                    "trackedFileBackups": backups,
+                    "timestamp": "2026-11-30T10:00:00.000Z",
+                },
+                "isSnapshotUpdate": False,
+            }
+        )
+
+    def turn(self, index):
+        """One tool call's worth of lines, in the order Claude Code writes them."""
+        rng = self.rng
+        tool_id = f"toolu_01Bench{index:016d}{self.agent or ''}"
+        command = {"command": f"pytest -q tests/test_{index % 97}.py", "description": "Run tests"}
+        lines = self.response(index, tool_id, command)
+        big = rng.random() < 0.02
+        output = body(rng, 100_000, 300_000) if big else body(rng, 300, 12_000)
+        lines.append(self.result(tool_id, output, error=rng.random() < 0.1))
+        if index % 5 == 0:
+            lines.append(self.attachment())
+        if index % 7 == 0:
+            lines.append(self.snapshot())
+        return lines
+
+
+@host("claude")
+class Claude:
+    """`<project>/<session>.jsonl` and `<session>/subagents/agent-<id>.jsonl`."""
+
+    subagent_files = True  # one file per subagent
+
+    def make(self, folder, size_mb, subagents):
+        project = os.path.join(folder, "project")
+        transcripts = os.path.join(folder, "transcripts")
+        os.makedirs(project, exist_ok=True)
+        main = os.path.join(transcripts, f"{ClaudeWriter.SESSION}.jsonl")
+        sub_folder = os.path.join(transcripts, ClaudeWriter.SESSION, "subagents")
+        os.makedirs(sub_folder, exist_ok=True)
+        writer = ClaudeWriter(random.Random(1), project)
+        write_until(main, size_mb * MB, writer.turn)
+        files = [main]
+        for number in range(subagents):
+            agent = f"a{number:016x}"
+            sub = ClaudeWriter(random.Random(100 + number), project, agent)
+            path = os.path.join(sub_folder, f"agent-{agent}.jsonl")
+            write_until(path, int(size_mb * MB * SUBAGENT_SHARE), sub.turn)
+            files.append(path)
+        return {"files": files, "cwd": project, "n": writer.n, "env": {}}
+
+    def append(self, info, step):
+        writer = ClaudeWriter(random.Random(10_000 + step), info["cwd"])
+        writer.n = info["n"] + 10 * step
+        writer.when = now_stamp()
+        index = 10_000_000 + step
+        tool_id = f"toolu_01Steady{index:016d}"
+        lines = writer.response(index, tool_id, {"command": f"echo {step}"})
+        lines.append(writer.result(tool_id, f"step {step}\n" + body(writer.rng, 200, 3000)))
+        append_lines(info["files"][0], lines)
+        return {
+            "session_id": ClaudeWriter.SESSION,
+            "transcript_path": info["files"][0],
+            "cwd": info["cwd"],
+            "permission_mode": "default",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": f"echo next {step}", "description": "Echo"},
+            "tool_use_id": f"toolu_01Next{index:016d}",
+        }
+
+
+# -- Codex --------------------------------------------------------------------------------------
+
+_CODEX_USAGE = (
+    "input_tokens",
+    "cached_input_tokens",
+    "cache_write_input_tokens",
+    "output_tokens",
+    "reasoning_output_tokens",
+    "total_tokens",
+)
+
+
+class CodexWriter:
+    """One Codex rollout: session_meta, turn_context, calls, usage records, outputs."""
+
+    ROOT = "01a22a39-0000-7000-8000-00000000beef"
+
+    def __init__(self, rng, cwd, thread, root, model="gpt-5.5"):
+        self.rng, self.cwd, self.thread, self.root, self.model = rng, cwd, thread, root, model
+        self.ordinal = 0
+        self.total = dict.fromkeys(_CODEX_USAGE, 0)
+        self.turn_id = f"{thread[:-4]}t000"
+        self.when = None
+
+    def _line(self, kind, payload):
+        self.ordinal += 1
+        return dumps(
+            {
+                "timestamp": self.when or stamp(self.ordinal),
+                "ordinal": self.ordinal,
+                "type": kind,
+                "payload": payload,
+            }
+        )
+
+    def meta(self):
+        payload = {
+            "account_scoped": True,
+            "session_id": self.root,
+            "id": self.thread,
+            "timestamp": "2026-11-30T00:00:00.000Z",
+            "cwd": self.cwd,
+            "originator": "codex_cli_rs",
+            "cli_version": "0.169.0",
+            "source": "cli" if self.thread == self.root else {"subagent": {}},
+            "model_provider": "openai",
+            "base_instructions": {"text": TEXT[:20_000]},
+        }
+        if self.thread != self.root:
+            payload["parent_thread_id"] = self.root
+        return self._line("session_meta", payload)
+
+    def turn_context(self, index):
+        self.turn_id = f"{self.thread[:-8]}{index:08x}"
+        return self._line(
+            "turn_context",
+            {
+                "turn_id": self.turn_id,
+                "cwd": self.cwd,
+                "approval_policy": "on-request",
+                "model": self.model,
+                "effort": "medium",
+                "summary": "auto",
+                "sandbox_policy": {"type": "workspace-write"},
+            },
+        )
+
+    def call(self, index, call_id, command, output, exit_code):
+        rng = self.rng
+        lines = [self.turn_context(index)] if index % 20 == 0 else []
+        reasoning = {
+            "type": "reasoning",
+            "summary": [],
+            "encrypted_content": "gAAAA" + "B" * rng.randint(500, 4000),
+        }
+        lines.append(self._line("response_item", reasoning))
+        function_call = {
+            "type": "function_call",
+            "status": "completed",
+            "name": "exec_command",
+            "arguments": json.dumps({"cmd": command}),
+            "call_id": call_id,
+        }
+        lines.append(self._line("response_item", function_call))
+        usage = {
+            "input_tokens": rng.randint(5_000, 150_000),
+            "output_tokens": rng.randint(20, 3000),
+        }
+        usage["cached_input_tokens"] = usage["input_tokens"] * 9 // 10
+        usage["cache_write_input_tokens"] = 0
+        usage["reasoning_output_tokens"] = usage["output_tokens"] // 2
+        usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
+        usage = {key: usage[key] for key in _CODEX_USAGE}
+        for key, value in usage.items():
+            self.total[key] += value
+        record = {
+            "thread_id": self.thread,
+            "turn_id": self.turn_id,
+            "session_id": self.root,
+            "response_id": f"resp_{self.thread[-12:]}{index:012d}",
+            "usage": usage,
+        }
+        lines.append(self._line("token_usage_record", record))
+        item = {
+            "type": "CommandExecution",
+            "id": call_id,
+            "command": ["/bin/bash", "-lc", command],
+            "cwd": "file://" + self.cwd,
+            "status": "completed" if exit_code == 0 else "failed",
+            "aggregated_output": output,
+            "exit_code": exit_code,
+        }
+        completed = {
+            "type": "item_completed",
+            "thread_id": self.thread,
+            "turn_id": self.turn_id,
+            "item": item,
+        }
+        lines.append(self._line("event_msg", completed))
+        text = (
+            f"Chunk ID: {index:06x}\nWall time: 0.1000 seconds\nProcess exited with code "
+            f"{exit_code}\nOriginal token count: 99\nOutput:\n{output}"
+        )
+        result = {"type": "function_call_output", "call_id": call_id, "output": text}
+        lines.append(self._line("response_item", result))
+        info = {
+            "total_token_usage": dict(self.total),
+            "last_token_usage": usage,
+            "model_context_window": 258400,
+        }
+        count = {
+            "type": "token_count",
+            "info": info,
+            "rate_limits": {"limit_id": "codex", "primary": None, "secondary": None},
+        }
+        lines.append(self._line("event_msg", count))
+        return lines
+
+    def turn(self, index):
+        rng = self.rng
+        big = rng.random() < 0.02
+        output = body(rng, 100_000, 300_000) if big else body(rng, 300, 12_000)
+        call_id = f"call_{self.thread[-12:]}{index:012d}"
+        return self.call(
+            index, call_id, f"pytest -q t{index % 97}", output, int(rng.random() < 0.1)
+        )
+
+
+def _rollout_name(second, thread):
+    return f"rollout-2026-11-30T10-{second // 60:02d}-{second % 60:02d}-{thread}.jsonl"
+
+
+@host("codex")
+class Codex:
+    """`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`: the root's, one per subagent (their
+    session_meta names the root), and a few of other sessions in the same day folder."""
+
+    subagent_files = True
+
+    def make(self, folder, size_mb, subagents):
+        project = os.path.join(folder, "project")
+        day = os.path.join(folder, "home", "sessions", "2026", "11", "30")
+        os.makedirs(project, exist_ok=True)
+        os.makedirs(day, exist_ok=True)
+        root = CodexWriter.ROOT
+        main = os.path.join(day, _rollout_name(0, root))
+        writer = CodexWriter(random.Random(2), project, root, root)
+
+        def lines_of(writer):
+            def make_lines(index):
+                head = [writer.meta(), writer.turn_context(0)] if index == 0 else []
+                return head + writer.turn(index)
+
+            return make_lines
+
+        write_until(main, size_mb * MB, lines_of(writer))
+        files = [main]
+        for number in range(subagents):
+            thread = f"01a22a39-{number:04x}-7000-8000-{number:012x}"
+            sub = CodexWriter(random.Random(200 + number), project, thread, root)
+            path = os.path.join(day, _rollout_name(1 + number, thread))
+            write_until(path, int(size_mb * MB * SUBAGENT_SHARE), lines_of(sub))
+            files.append(path)
+        for number in range(4):  # other sessions' rollouts in the same day folder
+            thread = f"01a22a39-ffff-7000-8000-{number:012x}"
+            other = CodexWriter(random.Random(300 + number), project, thread, thread)
+            path = os.path.join(day, _rollout_name(3000 + number, thread))
+            append_lines(path, [other.meta(), *other.turn(0)])
+        return {
+            "files": files,
+            "cwd": project,
+            "ordinal": writer.ordinal,
+            "total": writer.total,
+            "env": {"CODEX_HOME": os.path.join(folder, "home")},
+        }
+
+    def append(self, info, step):
+        root = CodexWriter.ROOT
+        writer = CodexWriter(random.Random(20_000 + step), info["cwd"], root, root)
+        writer.ordinal = info["ordinal"] + 10 * step
+        writer.total = dict(info["total"])
+        writer.when = now_stamp()
+        index = 10_000_000 + step
+        call_id = f"call_steady{index:012d}"
+        lines = writer.call(index, call_id, f"echo {step}", f"step {step}\n", 0)
+        info["total"] = writer.total
+        append_lines(info["files"][0], lines)
+        return {
+            "session_id": root,
+            "turn_id": f"{root[:-8]}00000000",
+            "transcript_path": info["files"][0],
+            "cwd": info["cwd"],
+            "hook_event_name": "PreToolUse",
+            "model": "gpt-5.5",
+            "permission_mode": "default",
+            "tool_name": "Bash",
+            "tool_input": {"command": f"echo next {step}"},
+            "tool_use_id": f"call_next{index:012d}",
+        }
+
+
+# -- Copilot CLI --------------------------------------------------------------------------------
+
+
+class CopilotWriter:
+    """`events.jsonl`: per call a hook.start with its id, the call's start and completion, and
+    per response an assistant message and a usage record; subagents' records in the same file."""
+
+    SESSION = "7d2d0e8d-0000-4000-8000-00000000beef"
+
+    def __init__(self, rng, cwd):
+        self.rng, self.cwd = rng, cwd
+        self.n = 0
+        self.when = None
+
+    def _line(self, kind, data, **rest):
+        self.n += 1
+        record = {"type": kind, "data": data, **rest}
+        record.update(
+            id=f"{self.n:08x}-0000-4000-8000-{self.n:012x}",
+            timestamp=self.when or stamp(self.n),
+            parentId=f"{self.n - 1:08x}-0000-4000-8000-{self.n - 1:012x}",
+        )
+        return dumps(record)
+
+    def turn(self, index, agent=None, call_id=None, command=None, output=None):
+        rng = self.rng
+        call_id = call_id or f"call_{index:016x}{agent or ''}"
+        command = command or {"command": f"pytest -q t{index % 97}", "description": "tests"}
+        if output is None:
+            big = rng.random() < 0.02
+            output = body(rng, 100_000, 300_000) if big else body(rng, 300, 12_000)
+        api_call = f"chatcmpl-{index:016x}{agent or ''}"
+        extra = {"agentId": agent} if agent else {}
+        parent = {"parentToolCallId": f"call_task{agent}"} if agent else {}
+        message = {
+            "messageId": f"m{index:016x}",
+            "model": "gpt-5.5",
+            "content": body(rng, 0, 600),
+            "toolRequests": [
+                {"toolCallId": call_id, "name": "bash", "arguments": command, "type": "function"}
+            ],
+            "interactionId": "i-0001",
+            "turnId": str(index),
+            "apiCallId": api_call,
+            **parent,
+        }
+        inp = rng.randint(5_000, 150_000)
+        usage = {
+            "model": "gpt-5.5",
+            "inputTokens": inp,
+            "outputTokens": rng.randint(20, 3000),
+            "cacheReadTokens": inp * 9 // 10,
+            "cacheWriteTokens": 0,
+            "reasoningTokens": 0,
+            "cost": 0.0,
+            "duration": 20,
+            "initiator": "user",
+            "isByok": True,
+            "apiCallId": api_call,
+            "accounting": {"sourceSessionId": self.SESSION, "usageId": api_call},
+            "numToolCalls": 1,
+            **parent,
+        }
+        hook_input = {
+            "sessionId": self.SESSION,
+            "cwd": self.cwd,
+            "toolCalls": [{"id": call_id, "name": "bash", "args": command}],
+        }
+        hook = {"hookInvocationId": f"h{index:016x}", "hookType": "preToolUse", "input": hook_input}
+        complete = {
+            "toolCallId": call_id,
+            "model": "gpt-5.5",
+            "interactionId": "i-0001",
+            "shellExecution": {"exitCode": int(rng.random() < 0.1)},
+            "success": True,
+            "result": {"content": output + "\n<shellId: 0 completed with exit code 0>"},
+            **parent,
+        }
+        return [
+            self._line("assistant.turn_start", {"turnId": str(index), "interactionId": "i-0001"}),
+            self._line("assistant.message", message, **extra),
+            self._line("session.usage_record", {"usage": usage}, **extra),
+            self._line("hook.start", dict(hook, **parent), **extra),
+            self._line("hook.end", {"hookInvocationId": hook["hookInvocationId"]}, **extra),
+            self._line("tool.execution_start", {"toolCallId": call_id, **parent}, **extra),
+            self._line("tool.execution_complete", complete, **extra),
+            self._line("assistant.turn_end", {"turnId": str(index)}, **extra),
+        ]
+
+
+@host("copilot")
+class Copilot:
+    """`$COPILOT_HOME/session-state/<session>/events.jsonl`, subagents' records in it too (a
+    subagent writes no file of its own: `subagents` of them take turns with the main agent)."""
+
+    subagent_files = False
+
+    def make(self, folder, size_mb, subagents):
+        project = os.path.join(folder, "project")
+        home = os.path.join(folder, "home")
+        events = os.path.join(home, "session-state", CopilotWriter.SESSION, "events.jsonl")
+        os.makedirs(project, exist_ok=True)
+        os.makedirs(os.path.dirname(events), exist_ok=True)
+        writer = CopilotWriter(random.Random(3), project)
+
+        def make_lines(index):
+            agent = f"{index % (subagents + 1):04x}" if subagents and index % 3 else None
+            return writer.turn(index, agent=agent if agent != "0000" else None)
+
+        write_until(events, size_mb * MB, make_lines)
+        return {"files": [events], "cwd": project, "n": writer.n, "env": {"COPILOT_HOME": home}}
+
+    def append(self, info, step):
+        writer = CopilotWriter(random.Random(30_000 + step), info["cwd"])
+        writer.n = info["n"] + 10 * step
+        writer.when = now_stamp()
+        index = 10_000_000 + step
+        command = {"command": f"echo next {step}", "description": "echo"}
+        # the previous call's outcome and this call's hook.start, as Copilot writes them
+        done = {"command": f"echo next {step - 1}", "description": "echo"}
+        previous = f"call_steady{index - 1:012d}"
+        lines = writer.turn(index - 1, call_id=previous, command=done, output=f"{step}\n")[-2:]
+        # this call's response, its usage and its hook.start, as Copilot writes them before the
+        # hook runs
+        lines += writer.turn(index, call_id=f"call_steady{index:012d}", command=command)[:4]
+        append_lines(info["files"][0], lines)
+        return {
+            "sessionId": CopilotWriter.SESSION,
+            "timestamp": int(time.time() * 1000),
+            "cwd": info["cwd"],
+            "toolName": "bash",
+            "toolArgs": command,
+        }
