@@ -18,6 +18,7 @@ BLOCK = 1 << 22  # 4 MiB a read keeps memory flat whatever the file's size.
 MAX_LINE = 1 << 23  # A longer line cannot be a record worth the memory; it is skipped.
 _REGULAR, _FORMAT = 0o100000, 0o170000  # stat.S_IFREG and S_IFMT, without importing stat
 
+
 def regular(mode):
     """stat.S_ISREG(mode), without importing stat."""
     return mode & _FORMAT == _REGULAR
