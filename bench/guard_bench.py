@@ -40,7 +40,7 @@ sys.path.insert(0, HERE)
 import session_files  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
-GEN_VERSION = 4  # bump when a generator changes: old data is made again
+GEN_VERSION = 5  # bump when a generator changes: old data is made again
 MB = 1 << 20
 
 STEADY_RATIO = 1.3  # x `python -I -S -c pass`

@@ -169,14 +169,14 @@ class ClaudeWriter:
         )
 
     def response(self, index, tool_id, command):
-        """One API response: thinking and text rows with a placeholder output count, then the
-        tool_use row with the final one."""
+        """One API response: a thinking row, a text row, the tool_use row, one per content
+        block, each with the response's final usage (as 2.1.328 writes them)."""
         rng = self.rng
         msg = f"msg_01Bench{index:016d}{self.agent or ''}"
         request = f"req_01Bench{index:016d}{self.agent or ''}"
         model = "claude-sonnet-4-6" if self.agent else "claude-opus-4-8"
         rows = [self.api_request(request, model)]
-        usage = self.usage(rng.randint(1, 30))
+        usage = final = self.usage(rng.randint(40, 2500))
         if rng.random() < 0.7:
             thinking = {
                 "type": "thinking",
@@ -187,7 +187,6 @@ class ClaudeWriter:
         if rng.random() < 0.3:
             text = {"type": "text", "text": body(rng, 50, 800)}
             rows.append(self.assistant(msg, model, text, usage, request))
-        final = dict(usage, output_tokens=rng.randint(40, 2500))
         block = {"type": "tool_use", "id": tool_id, "name": "Bash", "input": command}
         rows.append(self.assistant(msg, model, block, final, request))
         return rows

@@ -98,12 +98,26 @@ def head_types(data, start, stop, inner=None):
     over records that cannot matter without looking at the rest of their bytes.
     """
     stop = min(stop, start + HEAD)
+    if data.startswith(b'{"type":"', start) and inner is None:  # the type first (Copilot's)
+        end = data.find(b'"', start + 9, stop)
+        value = data[start + 9 : end]
+        if end > 0 and 0x5C not in value:
+            return value.decode("ascii", "replace"), None
     if data[start : start + 1] != b"{":
         return None, None
     kind, after = _leading(data, start + 1, stop, b'"type":"')
     if kind is None or inner is None:
         return kind, None
     return kind, _leading(data, after, stop, b'"' + inner.encode() + b'":{"type":"')[0]
+
+
+def leading_string(data, start, stop, key):
+    """The value of the string member spelled key (up to its value's opening quote, e.g.
+    b'"data":{"id":"') in the head of the JSON object in data[start:stop], when no `{` or `[`
+    comes before it; else None. As head_types, it trusts the head (see there)."""
+    if data[start : start + 1] != b"{":
+        return None
+    return _leading(data, start + 1, min(stop, start + HEAD), key)[0]
 
 
 def _leading(data, start, stop, key):

@@ -368,13 +368,15 @@ class Ledger:
 
     def _book(self, entry, sign):
         _, pusd, _, model, agent, day = entry
+        pusd *= sign
         spend = self.state["spend"]
-        spend["total"] += sign * pusd
-        for bucket, name in (("model", model), ("agent", agent), ("day", day)):
-            totals = spend[bucket]
-            totals[name] = totals.get(name, 0) + sign * pusd
-            if not totals[name]:
-                del totals[name]
+        spend["total"] += pusd
+        for totals, name in ((spend["model"], model), (spend["agent"], agent), (spend["day"], day)):
+            value = totals.get(name, 0) + pusd
+            if value:
+                totals[name] = value
+            else:
+                totals.pop(name, None)
 
     # -- calls and their outcomes
 

@@ -413,8 +413,9 @@ def _claude_tokens(table, model, usage, speed, split_iterations=True):
     parts = None
     if split_iterations and rates["long"] is not None:
         parts = _claude_iterations(usage)
-    total = sum(_claude_part(rates, part) for part in (parts or [usage]))
-    return total, known
+    if parts:
+        return sum(_claude_part(rates, part) for part in parts), known
+    return _claude_part(rates, usage), known
 
 
 def claude_cost(model: str, usage: dict) -> tuple:
@@ -430,11 +431,13 @@ def claude_cost(model: str, usage: dict) -> tuple:
     geo = usage.get("inference_geo") == "us"
     iterations = usage.get("iterations")
     iterations = (
-        [it for it in iterations if isinstance(it, dict)] if isinstance(iterations, list) else []
+        [it for it in iterations if isinstance(it, dict)]
+        if isinstance(iterations, list) and iterations
+        else ()
     )
     searches = _count(_dict(usage.get("server_tool_use")).get("web_search_requests"))
 
-    fallbacks = [
+    fallbacks = iterations and [
         it
         for it in iterations
         if it.get("type") == "fallback_message" and isinstance(it.get("model"), str)

@@ -93,6 +93,10 @@ def test_head_types_agree_with_a_full_decode(record, ascii_only, spaced):
     if inner is not None:
         assert record["payload"]["type"] == inner
     assert jsonio.head_types(line, 0, len(line)) == (kind, None)
+    for key in ("type", "a"):
+        found = jsonio.leading_string(data, 5, 5 + len(line), b'"payload":{"%s":"' % key.encode())
+        if found is not None:
+            assert record["payload"][key] == found
 
 
 @given(st.binary(max_size=200), st.integers(0, 200), st.integers(0, 200))

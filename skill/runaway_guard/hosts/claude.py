@@ -301,6 +301,9 @@ class _Reader:
             if out < held[1]:
                 return  # an earlier row of this response: a placeholder output count
             if out == held[1]:
+                same = held[2] == agent and held[3] == model and held[5]["usage"] == usage
+                if same and held[5].get("pausedResponses") == message.get("pausedResponses"):
+                    return  # another row of the response with the same usage (2.1.x)
                 self.flush()  # a tie: each is priced, the ledger keeps the dearer
         else:
             self.flush()

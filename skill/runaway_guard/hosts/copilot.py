@@ -37,6 +37,7 @@ import time
 from .. import jsonio, pricing
 from ..calls import TOOL, Call, fingerprint, tool_name
 from ..decisions import ASK, DENY, STOP, TELL
+from ..jsonio import head_types, leading_string
 from ._files import local_day, number, read_file
 
 NAME = "copilot"
@@ -232,7 +233,7 @@ def sync(book, call):
     deadline = time.monotonic() + (WAIT if mine["misses"] < 2 else SHORT_WAIT)
     while True:
         try:
-            read_file(book, path, entry, reader.line)
+            read_file(book, path, entry, reader)
         except FileNotFoundError:
             pass
         if not waiting or _claim(mine["pending"], call):
@@ -288,7 +289,8 @@ def _price(usage):
     cached = min(number(usage.get("cacheReadTokens")), inp)
     written = min(number(usage.get("cacheWriteTokens")), inp - cached)
     out = number(usage.get("outputTokens"))
-    if pricing.normalize_model(model).startswith("claude"):
+    # (no normalize_model, and its `re`, for a name that cannot be Claude's)
+    if "claude" in model.lower() and pricing.normalize_model(model).startswith("claude"):
         tokens = {
             "input_tokens": inp - cached - written,
             "cache_read_input_tokens": cached,
@@ -307,6 +309,9 @@ def _price(usage):
     return model, pusd, known
 
 
+_READ = frozenset({"session.usage_record", "hook.start", "tool.execution_complete", "user.message"})
+
+
 class _Reader:
     """Turns events.jsonl lines into ledger entries, pending calls and the person's prompts."""
 
@@ -314,6 +319,33 @@ class _Reader:
         self.book = book
         self.entry = entry
         self.pending = mine["pending"]
+
+    def __call__(self, raw):
+        self.line(raw)
+
+    def lines(self, data, start, stop):
+        """Each whole line of data[start:stop], as line() would take it, but a line whose head
+        names an event that is not read (every event names its type first) is passed over, and
+        a call's completion while no call waits for its outcome is read from its head alone (it
+        only ends the call)."""
+        find = data.find
+        line = self.line
+        while start < stop:
+            end = find(b"\n", start, stop)
+            if end > start:
+                kind = head_types(data, start, end)[0]
+                if kind is not None and kind not in _READ:
+                    start = end + 1
+                    continue
+                if kind == "tool.execution_complete" and not self.book.expecting():
+                    call_id = leading_string(data, start, end, b'"data":{"toolCallId":"')
+                    if call_id is not None:
+                        self.pending.pop(call_id, None)
+                        start = end + 1
+                        continue
+            if end > start:
+                line(data[start:end])
+            start = end + 1
 
     def line(self, raw):
         if b'"session.usage_record"' in raw:
@@ -349,7 +381,9 @@ class _Reader:
 
     def _hook_start(self, record, data):
         hook_input = data.get("input")
-        if data.get("hookType") != "preToolUse" or not isinstance(hook_input, dict):
+        if record.get("type") != "hook.start" or data.get("hookType") != "preToolUse":
+            return
+        if not isinstance(hook_input, dict):
             return
         parent = data.get("parentToolCallId")
         agent = parent if isinstance(parent, str) and parent else "main"
