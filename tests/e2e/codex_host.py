@@ -1,4 +1,5 @@
-"""Run the real Codex CLI (pinned 0.169.0) offline against the scripted model server.
+"""Run the real Codex CLI offline against the scripted model server: the pinned version, or
+the one ``$RUNAWAY_GUARD_CODEX_VERSION`` names.
 
 Typical use in a test::
 
@@ -32,6 +33,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pins
+
 __all__ = [
     "CODEX_VERSION",
     "AgentRouter",
@@ -39,6 +42,7 @@ __all__ = [
     "CodexRun",
     "agent_name",
     "codex_bin",
+    "codex_pin",
     "read_jsonl",
     "recorder_hooks",
     "rollout_files",
@@ -46,7 +50,9 @@ __all__ = [
     "turn_metadata",
 ]
 
-CODEX_VERSION = "0.169.0"
+PACKAGE = "@openai/codex"
+VERSION_VARIABLE = "RUNAWAY_GUARD_CODEX_VERSION"
+CODEX_VERSION = pins.wanted(VERSION_VARIABLE)
 
 _HERE = Path(__file__).resolve().parent
 _DEFAULT_BIN = _HERE / ".hosts" / "node_modules" / ".bin" / "codex"
@@ -60,6 +66,14 @@ def codex_bin():
     if _DEFAULT_BIN.exists():
         return str(_DEFAULT_BIN)
     return None
+
+
+def codex_pin():
+    """(npm package, version variable) for harness.require_cli; nothing to check when
+    ``$RUNAWAY_GUARD_CODEX_BIN`` names another binary."""
+    if os.environ.get("RUNAWAY_GUARD_CODEX_BIN"):
+        return (None, None)
+    return (PACKAGE, VERSION_VARIABLE)
 
 
 def _toml_str(value):

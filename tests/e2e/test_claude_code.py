@@ -1,4 +1,4 @@
-"""The guard inside the real Claude Code CLI (pinned 2.1.328), print mode, offline.
+"""The guard inside the real Claude Code CLI (the pinned version), print mode, offline.
 
 Each test: a fresh HOME, ``installer/install.py --host claude`` as a person runs it, the guard's
 limits in the environment, ``claude -p`` against the scripted model on 127.0.0.1, and the verdict
@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-from claude_host import claude_bin, prepare_home, run_claude
+from claude_host import claude_bin, claude_pin, prepare_home, run_claude
 from harness import Person, lines, require_cli, slow_all
 from scripted_model import (
     ScriptedModel,
@@ -43,7 +43,7 @@ class Claude:
     """A person's HOME with the guard installed (user scope unless told otherwise)."""
 
     def __init__(self, tmp_path: Path, scopes=("user",), **limits):
-        require_cli(claude_bin(), "Claude Code")
+        require_cli(claude_bin(), "Claude Code", *claude_pin())
         self.person = Person(tmp_path, **limits)
         prepare_home(self.person.home)  # the tools allowed (no prompts in print mode)
         self.install_output = ""

@@ -1,4 +1,4 @@
-"""The guard inside the real Codex CLI (pinned 0.169.0), ``codex exec``, offline.
+"""The guard inside the real Codex CLI (the pinned version), ``codex exec``, offline.
 
 Each test: a fresh HOME and CODEX_HOME, ``installer/install.py --host codex`` as a person runs
 it (it writes ``$CODEX_HOME/hooks.json``), the guard's limits in the environment, ``codex exec
@@ -19,7 +19,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from codex_host import AgentRouter, CodexHome, agent_name, codex_bin, read_jsonl, run_codex
+from codex_host import (
+    AgentRouter,
+    CodexHome,
+    agent_name,
+    codex_bin,
+    codex_pin,
+    read_jsonl,
+    run_codex,
+)
 from harness import HERE, Person, lines, require_cli, slow
 from scripted_model import ScriptedModel
 
@@ -66,7 +74,7 @@ class Codex:
     """A person's HOME and CODEX_HOME with the guard installed (user scope unless told)."""
 
     def __init__(self, tmp_path: Path, model_url: str, scopes=("user",), features=None, **limits):
-        require_cli(codex_bin(), "Codex")
+        require_cli(codex_bin(), "Codex", *codex_pin())
         self.person = Person(tmp_path, **limits)
         self.home = CodexHome(self.person.root / "codex-home", model_url, MODEL, features=features)
         self.install_output = ""
