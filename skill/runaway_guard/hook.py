@@ -8,14 +8,21 @@ differs between hosts is in hosts/<name>.py.
 import time
 
 from . import config, controls, hosts, jsonio, ledger, log, wires
-from .calls import MODEL, RESULT, fingerprint
+from .calls import MODEL, RESULT, TOOL, fingerprint
 from .decisions import ASK, DENY, STOP, TELL, fit
 
 MAX_INPUT = 16 << 20
+# How long a call may wait for the host to write it (Claude Code flushes every 100 ms), and after
+# how many waits in a row that found nothing a session stops waiting (a host that never writes
+# its calls before the hook runs).
+CATCH_UP_S, CATCH_UP_STEP_S, CATCH_UP_MISSES = 0.5, 0.01, 3
+
+_after = []  # what finish() does once the answer is out: a host's out-of-band stop
 
 
 def run(data, environ):
     """The answer line for one hook payload (bytes), or ''. May raise: the caller fails open."""
+    del _after[:]
     if len(data) > MAX_INPUT:
         raise ValueError(f"hook input of {len(data)} bytes is too large to be a tool call")
     payload = jsonio.loads(data)
@@ -29,7 +36,24 @@ def run(data, environ):
     if settings.off:
         return host.render(None)
     with ledger.Ledger(settings.state_dir, call.host, call.session_id) as book:
-        return host.render(_decide(book, call, settings, host))
+        decision = _decide(book, call, settings, host)
+    answer = host.render(decision)
+    interrupt = getattr(host, "interrupt", None)
+    if decision and decision["kind"] == STOP and settings.interrupt and interrupt:
+        _after.append((interrupt, call, environ, settings.state_dir))
+    return answer
+
+
+def finish():
+    """Once the answer is printed: end the run out of band where this call's decision was to
+    end it and the host's answers cannot (the host's `interrupt`). The state is already saved:
+    the host may kill this process meanwhile. Fails open like the rest."""
+    while _after:
+        interrupt, call, environ, state_dir = _after.pop()
+        try:
+            interrupt(call, environ, lambda text, into=state_dir: log.append(into, "stop", text))
+        except Exception as error:
+            log.append(state_dir, "fail-open", f"interrupt: {type(error).__name__}: {error}")
 
 
 def _decide(book, call, settings, host):
@@ -50,7 +74,11 @@ def _decide(book, call, settings, host):
             state["blocked"] = None
         state["prompt"] = call.prompt_id
 
+    if call.event == TOOL and call.tool_use_id:
+        book.watch = b'"' + call.tool_use_id.encode("utf-8", "replace") + b'"'
     has_transcript = host.sync(book, call)
+    if book.watch and has_transcript:
+        _catch_up(book, call, host)
     daily = _daily_spend(state, call, settings)
     if state["off"]:
         return None
@@ -93,6 +121,27 @@ def _decide(book, call, settings, host):
         while len(answers) > 64:
             del answers[next(iter(answers))]
     return decision
+
+
+def _catch_up(book, call, host):
+    """Judge a call only once the host's files show what came before it.
+
+    A host writes its session files a little late (Claude Code every 100 ms): a model that
+    answers faster than that makes its next call before the previous outcome and response are
+    on disk, and the wires would judge it blind. When an outcome this agent's judgement needs
+    is still missing and the host has not yet written this very call (it writes in order: once
+    the call is there, everything before it is too), wait for it, briefly. A slower model's
+    calls find everything written and never wait.
+    """
+    state = book.state
+    misses = state.get("late", 0)
+    if book.watched or not book.agent(call.agent)["pending"] or misses >= CATCH_UP_MISSES:
+        return
+    deadline = time.monotonic() + CATCH_UP_S
+    while not book.watched and time.monotonic() < deadline:
+        time.sleep(CATCH_UP_STEP_S)
+        host.sync(book, call)
+    state["late"] = 0 if book.watched else misses + 1
 
 
 def _before_model(state, settings, daily):

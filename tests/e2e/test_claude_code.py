@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from claude_host import claude_bin, claude_pin, prepare_home, run_claude
-from harness import Person, lines, require_cli, slow_all
+from harness import LATENCY, Person, lines, require_cli, slow_all
 from scripted_model import (
     ScriptedModel,
     bash,
@@ -265,7 +265,8 @@ def test_subagent_spend_counts_toward_the_cap(tmp_path):
     assert status["spend_usd"] == pytest.approx(0.058002 + STEP_USD, abs=1e-9)
 
 
-def test_benign_repetition_finishes_without_refusal(tmp_path):
+@pytest.mark.parametrize("delay", [LATENCY, 0], ids=["paced", "instant"])
+def test_benign_repetition_finishes_without_refusal(tmp_path, delay):
     claude = Claude(tmp_path, max_failures=3, max_repeats=3)
     project = claude.person.project
     (project / "check.py").write_text("import sys\nv = 0\nsys.exit(0 if v >= 4 else 1)\n")
@@ -276,7 +277,7 @@ def test_benign_repetition_finishes_without_refusal(tmp_path):
         steps.append(bash("python3 check.py; echo v >> runs.txt", "Re-run the check"))
         steps.append(bash("python3 check.py", "Re-run the check strictly"))
     steps.append(text("Passing now."))
-    with ScriptedModel({"anthropic": slow_all(steps)}) as model:
+    with ScriptedModel({"anthropic": slow_all(steps, delay) if delay else steps}) as model:
         run = claude.run(model)
     assert run.result["terminal_reason"] == "completed", run.result
     assert run.result["permission_denials"] == []
@@ -285,6 +286,22 @@ def test_benign_repetition_finishes_without_refusal(tmp_path):
     assert lines(project / "runs.txt") == ["v"] * 4
     status = claude.status(run.session_id)
     assert status["blocked"] is None
+
+
+@pytest.mark.parametrize("wire", ["loop", "failure"])
+def test_an_instant_model_is_stopped_on_time(tmp_path, wire):
+    """A model that answers at once calls again before Claude Code has flushed the previous
+    result (every 100 ms): the guard waits for it, so the default limit of 5 holds."""
+    claude = Claude(tmp_path)
+    if wire == "loop":
+        steps = [bash("echo x >> ran.txt; echo same", "Again", usage=usage(50, 10))] * 12
+    else:
+        steps = [fail_step(n) for n in range(1, 13)]
+    with ScriptedModel({"anthropic": [*steps, text("Ok.")]}) as model:
+        run = claude.run(model)
+    assert len(claude.marker()) == 5, (claude.marker(), run)
+    assert run.result["terminal_reason"] == "hook_stopped", run.result
+    assert claude.status(run.session_id)["blocked"]["wire"] == wire
 
 
 def test_spend_parity_with_total_cost_usd(tmp_path):
