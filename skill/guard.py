@@ -11,6 +11,7 @@ import sys
 
 def main():
     answer = ""
+    hook = None
     try:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from runaway_guard import hook
@@ -28,6 +29,11 @@ def main():
         try:
             sys.stdout.write(answer + "\n")
             sys.stdout.flush()
+        except BaseException:
+            pass
+    if hook is not None:
+        try:
+            hook.finish()  # a stop the host's answers cannot express, once the answer is out
         except BaseException:
             pass
 

@@ -12,10 +12,12 @@ from .calls import MODEL, RESULT, TOOL, fingerprint
 from .decisions import ASK, DENY, STOP, TELL, fit
 
 MAX_INPUT = 16 << 20
-# How long a call may wait for the host to write it (Claude Code flushes every 100 ms), and after
-# how many waits in a row that found nothing a session stops waiting (a host that never writes
-# its calls before the hook runs).
-CATCH_UP_S, CATCH_UP_STEP_S, CATCH_UP_MISSES = 0.5, 0.01, 3
+# How long a call may wait for its host to write it: 0.15 s (Claude Code flushes every 100 ms)
+# until the session has once shown a call of its own on disk, 0.5 s after; and after how many
+# waits in a row that found nothing a session stops waiting (1 until then, 3 after).
+CATCH_UP_S = {False: 0.15, True: 0.5}
+CATCH_UP_MISSES = {False: 1, True: 3}
+CATCH_UP_STEP_S = 0.01
 
 _after = []  # what finish() does once the answer is out: a host's out-of-band stop
 
@@ -77,7 +79,7 @@ def _decide(book, call, settings, host):
     if call.event == TOOL and call.tool_use_id:
         book.watch = b'"' + call.tool_use_id.encode("utf-8", "replace") + b'"'
     has_transcript = host.sync(book, call)
-    if book.watch and has_transcript:
+    if book.watch and has_transcript and getattr(host, "WRITES_CALLS", False):
         _catch_up(book, call, host)
     daily = _daily_spend(state, call, settings)
     if state["off"]:
@@ -128,19 +130,27 @@ def _catch_up(book, call, host):
 
     A host writes its session files a little late (Claude Code every 100 ms): a model that
     answers faster than that makes its next call before the previous outcome and response are
-    on disk, and the wires would judge it blind. When an outcome this agent's judgement needs
-    is still missing and the host has not yet written this very call (it writes in order: once
-    the call is there, everything before it is too), wait for it, briefly. A slower model's
-    calls find everything written and never wait.
+    on disk, and the wires would judge it blind. A host that writes each call before it runs
+    the hook (WRITES_CALLS) writes in order: once this very call is on disk, everything before
+    it is too. So when an outcome this agent's judgement needs is still missing and this call
+    is not written yet, wait for it, briefly. A slower model's calls find everything written
+    and never wait; a session that keeps finding nothing stops waiting (after one short wait
+    if none of its calls was ever found on disk).
     """
     state = book.state
-    misses = state.get("late", 0)
-    if book.watched or not book.agent(call.agent)["pending"] or misses >= CATCH_UP_MISSES:
+    if book.watched:
+        state["writes"] = True
         return
-    deadline = time.monotonic() + CATCH_UP_S
+    known = bool(state.get("writes"))
+    misses = state.get("late", 0)
+    if misses >= CATCH_UP_MISSES[known] or not book.agent(call.agent)["pending"]:
+        return
+    deadline = time.monotonic() + CATCH_UP_S[known]
     while not book.watched and time.monotonic() < deadline:
         time.sleep(CATCH_UP_STEP_S)
         host.sync(book, call)
+    if book.watched:
+        state["writes"] = True
     state["late"] = 0 if book.watched else misses + 1
 
 

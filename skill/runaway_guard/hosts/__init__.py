@@ -10,6 +10,11 @@ host"):
 - sync(book, call) -> whether it has session files; reads what the host appended into the book;
 - INSTALL: plain data the installer reads (files per scope, entry shape, notes).
 
+Optional: WRITES_CALLS (True when the host writes each call to its session files before it
+runs the hook: a call may then wait, briefly, for its host to write what came before it) and
+interrupt(call, environ, note) (a stop the host's answers cannot express, done from outside
+once the answer is printed; the person can switch it off).
+
 This module imports no host module: a call imports only its own host's.
 """
 

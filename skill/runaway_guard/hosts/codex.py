@@ -6,9 +6,10 @@ so the session's spend is the root file plus every file naming that root. Usage 
 cumulative `token_count` totals. The model comes from `turn_context` and is carried from one
 read to the next.
 
-Answers (seen on 0.169.0): a deny with a non-empty reason, and additionalContext alone; any
-other key, `ask` or `continue` marks the hook failed and the call runs, so every refusal here
-is a plain deny.
+Answers (seen on 0.169.0 and 0.171.0): a deny with a non-empty reason, and additionalContext
+alone; any other key, `ask` or `continue` marks the hook failed and the call runs, so every
+refusal here is a plain deny. No answer ends a turn: a stop is a deny, and then `interrupt`
+ends the run from outside, the way the person would (research/codex-ending-a-turn.md).
 """
 
 import os
@@ -16,12 +17,14 @@ import time
 
 from .. import jsonio, pricing
 from ..calls import Call, fingerprint, tool_name
-from ..decisions import DENY, REFUSAL_PREFIX, TELL
+from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
 from ._files import first_line, local_day, number, read_all
 
 NAME = "codex"
 LABEL = "Codex"
-RUNGS = frozenset({TELL, DENY})
+RUNGS = frozenset({TELL, DENY, STOP})
+# Each call is in the rollout before the hook runs (0.169.0, 0.171.0): hook._catch_up.
+WRITES_CALLS = True
 TOOLS = {
     "shell": "Bash",
     "exec_command": "Bash",
@@ -153,6 +156,174 @@ def render(decision):
             "permissionDecisionReason": model_text or decision.get("person") or "runaway-guard",
         }
     return jsonio.dumps({"hookSpecificOutput": out})
+
+
+# -- ending the run from outside (a stop: the deny is already printed) ---------------------------
+
+# Codex's subcommands (0.171.0 `codex --help`); any other first word is the TUI's prompt. And
+# the options that take a value, so that a value is not read as the subcommand.
+# fmt: off
+_SUBCOMMANDS = frozenset((
+    "agents", "exec", "e", "review", "login", "logout", "mcp", "mcp-server", "plugin",
+    "app-server", "remote-control", "completion", "update", "doctor", "sandbox", "debug",
+    "apply", "a", "resume", "queue", "archive", "delete", "migrate-rollouts", "migrate-nfs-db",
+    "unarchive", "fork", "cloud", "exec-server", "features", "help",
+))
+_VALUED = frozenset((
+    "-c", "--config", "--enable", "--disable", "--remote", "--remote-auth-token-env", "-i",
+    "--image", "-m", "--model", "--local-provider", "-p", "--profile", "-s", "--sandbox", "-C",
+    "--cd", "--add-dir", "-a", "--ask-for-approval",
+))
+# fmt: on
+# How long the hook waits once it has interrupted: Codex ends the turn and kills the hook
+# meanwhile (well under the hook's timeout; if it does not, Codex gets the deny).
+INTERRUPT_WAIT_S = 5.0
+
+
+def interrupt(call, environ, note):
+    """End this run's turn the way the person would, where its mode allows it; else nothing.
+
+    - `codex exec`: SIGINT to its codex process is exactly Ctrl-C: the turn is interrupted
+      cleanly and exec exits 1.
+    - the TUI inside tmux: Esc typed into its pane ends the turn; the session stays open.
+    - anything else (the TUI outside tmux, where a signal would kill it; an app server, which
+      serves other sessions too; `--remote`; an unknown subcommand): the deny alone.
+
+    Only the codex process that started this hook is ever touched: the nearest codex among this
+    process's ancestors, and on Linux only if it holds this call's rollout open.
+    """
+    found = _own_codex(call.transcript_path)
+    if isinstance(found, str):
+        note(f"deny only: {found}")
+        return
+    pid, argv = found
+    mode = _mode(argv)
+    if mode == "exec":
+        import signal
+
+        note(f"interrupting codex exec (pid {pid}) with SIGINT, as Ctrl-C")
+        os.kill(pid, signal.SIGINT)
+    elif mode == "tui":
+        pane = _own_pane(pid, environ)
+        if not pane:
+            note(f"deny only: the Codex TUI (pid {pid}) is not in a tmux pane of its own")
+            return
+        note(f"interrupting the Codex TUI (pid {pid}) with Esc in tmux pane {pane}")
+        _tmux(environ, "send-keys", "-t", pane, "Escape")
+    else:
+        note(f"deny only: codex {mode} (pid {pid}) may serve other sessions")
+        return
+    time.sleep(INTERRUPT_WAIT_S)
+
+
+def _own_codex(rollout):
+    """(pid, argv) of the codex process that ran this hook, or why there is none."""
+    pid = os.getppid()
+    for _ in range(16):
+        if pid <= 1:
+            break
+        info = _process(pid)
+        if info is None:
+            break
+        parent, argv = info
+        if argv and os.path.basename(argv[0]) in ("codex", "codex.exe"):
+            if rollout and os.path.isdir(f"/proc/{pid}/fd") and not _holds(pid, rollout):
+                return f"codex (pid {pid}) does not hold this session's rollout open"
+            return pid, argv
+        pid = parent
+    return "no codex process among the hook's ancestors"
+
+
+def _process(pid):
+    """(parent pid, argv) of a process, or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            argv = handle.read().split(b"\0")[:-1]
+        parent = int(stat[stat.rindex(b")") + 2 :].split()[1])
+        return parent, [arg.decode("utf-8", "replace") for arg in argv]
+    except (OSError, ValueError, IndexError):
+        pass
+    out = _output(["ps", "-o", "ppid=", "-o", "args=", "-p", str(pid)])  # no /proc: macOS
+    fields = out.split() if out else []
+    if len(fields) < 2 or not fields[0].isdigit():
+        return None
+    return int(fields[0]), fields[1:]
+
+
+def _holds(pid, path):
+    """Whether the process has path open (Linux)."""
+    folder = f"/proc/{pid}/fd"
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    for name in names:
+        try:
+            if os.readlink(os.path.join(folder, name)) == path:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _mode(argv):
+    """'exec', 'tui', 'remote', or the subcommand codex was started with."""
+    args = argv[1:]
+    if any(arg == "--remote" or arg.startswith("--remote=") for arg in args):
+        return "remote"  # hooks run in the server this client talks to, never here
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            index += 1
+            break
+        if not arg.startswith("-"):
+            break
+        index += 2 if arg in _VALUED else 1
+    first = args[index] if index < len(args) else None
+    if first in ("exec", "e"):
+        return "exec"
+    if first is None or first in ("resume", "fork") or first not in _SUBCOMMANDS:
+        return "tui"
+    return first
+
+
+def _own_pane(pid, environ):
+    """The tmux pane this hook was started from, if the codex TUI's terminal is that pane."""
+    pane = environ.get("TMUX_PANE")
+    if not pane or not environ.get("TMUX"):
+        return None
+    try:
+        tty = os.readlink(f"/proc/{pid}/fd/0")
+    except OSError:
+        name = _output(["ps", "-o", "tty=", "-p", str(pid)]).strip()
+        tty = f"/dev/{name}" if name and name != "??" else ""
+    shown = _tmux(environ, "display-message", "-p", "-t", pane, "#{pane_tty}")
+    return pane if tty and shown.strip() == tty else None
+
+
+def _tmux(environ, *args):
+    return _output(["tmux", *args], environ)
+
+
+def _output(argv, environ=None):
+    """What a short command printed, or '' (it failed, is missing or took too long)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            argv,
+            env=dict(environ) if environ is not None else None,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            timeout=3,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else ""
 
 
 def sync(book, call):
