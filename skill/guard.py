@@ -19,6 +19,7 @@ def main():
         answer = hook.run(sys.stdin.buffer.read(hook.MAX_INPUT + 1), os.environ)
     except BaseException as error:
         answer = ""
+        hook = None  # failing open: no out-of-band stop either
         try:
             from runaway_guard import config, log
 

@@ -19,6 +19,8 @@ CATCH_UP_S = {False: 0.15, True: 0.5}
 CATCH_UP_MISSES = {False: 1, True: 3}
 CATCH_UP_STEP_S = 0.01
 
+INTERRUPT_EVERY_S = 10  # at most one out-of-band stop per session in this time
+
 _after = []  # what finish() does once the answer is out: a host's out-of-band stop
 
 
@@ -37,13 +39,24 @@ def run(data, environ):
     settings = config.load(call.cwd, environ)
     if settings.off:
         return host.render(None)
+    interrupt = getattr(host, "interrupt", None) if settings.interrupt else None
     with ledger.Ledger(settings.state_dir, call.host, call.session_id) as book:
         decision = _decide(book, call, settings, host)
-    answer = host.render(decision)
-    interrupt = getattr(host, "interrupt", None)
-    if decision and decision["kind"] == STOP and settings.interrupt and interrupt:
-        _after.append((interrupt, call, environ, settings.state_dir))
+        answer = host.render(decision)
+        if interrupt and decision and decision["kind"] == STOP and _first_stop(book.state):
+            _after.append((interrupt, call, environ, settings.state_dir))
     return answer
+
+
+def _first_stop(state):
+    """Whether no interrupt went out in the last few seconds: parallel calls stopped at once
+    (or one call seen by two installs) interrupt the run once (a second Esc in Codex's TUI
+    would open its message editor)."""
+    now = time.time()
+    if 0 <= now - state.get("interrupted", 0) < INTERRUPT_EVERY_S:
+        return False
+    state["interrupted"] = now
+    return True
 
 
 def finish():

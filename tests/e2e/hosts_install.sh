@@ -51,6 +51,15 @@ if [ "$(installed_version @anthropic-ai/claude-code)" != \
     "ccusage@$CCUSAGE_VERSION" >&2
 fi
 
+# tmux: test_codex.py drives the Codex TUI in a tmux pane (a Debian package, not npm).
+if ! command -v tmux >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux; } >&2
+  else
+    echo "hosts_install.sh: install tmux for the Codex TUI tests" >&2
+  fi
+fi
+
 echo "$claude_bin"
 echo "$codex_bin"
 echo "$ccusage_bin"

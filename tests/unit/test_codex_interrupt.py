@@ -20,15 +20,16 @@ from runaway_guard.hosts import codex
 FIXTURE = ROOT / "tests" / "fixtures" / "codex" / "usage"
 
 HOOK = """
-import json, os, sys
+import os, sys
 sys.path.insert(0, {skill!r})
 from runaway_guard.calls import Call
 from runaway_guard.hosts import codex
 codex.INTERRUPT_WAIT_S = 0
-notes = []
+def note(text):
+    with open({notes!r}, "a") as handle:
+        handle.write(text + "\\n")
 call = Call("codex", "s-1", transcript_path={rollout!r})
-codex.interrupt(call, dict(os.environ), notes.append)
-print(json.dumps(notes))
+codex.interrupt(call, dict(os.environ), note)
 """
 
 
@@ -60,12 +61,13 @@ def fake_codex(tmp_path, *args, hold=True, env=None):
     """The guard's interrupt under a fake `codex <args>`; (its notes, whether codex got SIGINT)."""
     rollout = tmp_path / "rollout-1.jsonl"
     rollout.write_text("")
+    notes = tmp_path / "notes"
     hook = tmp_path / "hook.py"
-    hook.write_text(HOOK.format(skill=str(SKILL), rollout=str(rollout)))
-    out, interrupted = under_codex(
+    hook.write_text(HOOK.format(skill=str(SKILL), rollout=str(rollout), notes=str(notes)))
+    _, interrupted = under_codex(
         tmp_path, args, f"{sys.executable} {hook}", rollout, hold=hold, env=env
     )
-    return json.loads(out.strip().splitlines()[-1]), interrupted
+    return notes.read_text().splitlines(), interrupted
 
 
 def test_codex_exec_gets_ctrl_c(tmp_path):
@@ -106,11 +108,13 @@ def test_a_tmux_pane_that_is_not_the_tuis_terminal_gets_no_keys(tmp_path):
 
 
 def test_no_codex_among_the_ancestors(tmp_path):
-    rollout = tmp_path / "r.jsonl"
+    notes = tmp_path / "notes"
     hook = tmp_path / "hook.py"
-    hook.write_text(HOOK.format(skill=str(SKILL), rollout=str(rollout)))
-    done = subprocess.run([sys.executable, str(hook)], capture_output=True, text=True, timeout=30)
-    assert json.loads(done.stdout) == ["deny only: no codex process among the hook's ancestors"]
+    hook.write_text(HOOK.format(skill=str(SKILL), rollout=str(tmp_path / "r"), notes=str(notes)))
+    subprocess.run([sys.executable, str(hook)], check=True, timeout=30)
+    assert notes.read_text().splitlines() == [
+        "deny only: no codex process among the hook's ancestors"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -160,3 +164,21 @@ def test_the_guard_interrupts_codex_exec_at_the_cap_unless_told_not_to(tmp_path,
     assert interrupted == (interrupt == "1")
     log = (tmp_path / "state" / "hook.log").read_text() if interrupt == "1" else ""
     assert ("stop interrupting codex exec" in log) == (interrupt == "1")
+
+
+def test_calls_stopped_together_interrupt_once(guard_env, tmp_path):
+    from runaway_guard import hook
+
+    shutil.copytree(FIXTURE / "sessions", tmp_path / "sessions")
+    rollout = next((tmp_path / "sessions").glob("*/*/*/rollout-*.jsonl"))
+    payload = json.loads((FIXTURE / "hook_inputs.jsonl").read_text().splitlines()[0])
+    payload.update(transcript_path=str(rollout), cwd=str(tmp_path))
+    scheduled = []
+    for n in range(3):  # parallel calls at the cap, or one call seen by two installs
+        payload["tool_use_id"] = f"call-{n}"
+        assert "spend cap is reached" in guard_env.run(payload, RUNAWAY_GUARD_MAX_USD="0.01")
+        scheduled.append(len(hook._after))
+    assert scheduled == [1, 0, 0]
+    payload["tool_use_id"] = "call-off"
+    guard_env.run(payload, RUNAWAY_GUARD_MAX_USD="0.01", RUNAWAY_GUARD_INTERRUPT="0")
+    assert hook._after == []
