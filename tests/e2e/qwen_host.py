@@ -163,21 +163,20 @@ if os.path.exists(log):
         seen = sum(1 for line in f if json.loads(line).get("hook_event_name") == event)
 with open(log, "a") as f:
     f.write(data.strip() + "\n")
-try:  # what the session file held when the hook ran
-    payload = json.loads(data)
-    ids, lines = [], 0
-    with open(payload.get("transcript_path") or "") as f:
+ids, lines = [], 0
+try:  # what the session file held when the hook ran (nothing yet: 0 lines)
+    with open(json.loads(data).get("transcript_path") or "") as f:
         for line in f:
             lines += 1
             ui = (json.loads(line).get("systemPayload") or {}).get("uiEvent") or {}
             if ui.get("event.name") == "qwen-code.api_response":
                 ids.append(ui.get("response_id"))
-    snap = {"event": event, "tool_call_id": payload.get("tool_call_id"), "lines": lines,
-            "response_ids": ids}
-    with open(log + ".snapshots", "a") as f:
-        f.write(json.dumps(snap) + "\n")
-except (OSError, ValueError):
+except (OSError, ValueError, AttributeError):
     pass
+snap = {"event": event, "tool_call_id": json.loads(data).get("tool_call_id"), "lines": lines,
+        "response_ids": ids}
+with open(log + ".snapshots", "a") as f:
+    f.write(json.dumps(snap) + "\n")
 if answers and os.path.exists(answers):
     with open(answers) as f:
         answer = json.load(f).get(event)

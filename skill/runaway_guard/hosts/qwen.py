@@ -1,0 +1,239 @@
+"""Qwen Code: Claude-shaped hooks with its own tool names, and `chats/<session>.jsonl` files.
+
+Seen on 0.24.4 (tests/fixtures/qwen/README.md):
+
+- PreToolUse carries `tool_call_id`, the model's own call id that the chat file records; its
+  `tool_use_id` is made up by Qwen and recorded nowhere. UserPromptSubmit fires before every
+  model request of a run (`"prompt": ""` for the continuations after tool results).
+- Answers: a PreToolUse deny is honoured (the reason goes to the model); `ask` asks the person
+  in the interactive UI and is a deny in `-p`; `continue: false` and additionalContext are
+  ignored there. The run ends only when UserPromptSubmit answers `continue: false`: a STOP
+  refuses the call, and the next request of the run is not sent.
+- Every model response, the subagents' included, appends a `qwen-code.api_response` telemetry
+  record to the main chat file: the served model, the API's response id and the token counts
+  (input includes cached input, output includes reasoning), on disk before the hook of the call
+  it made. Tool results are `tool_result` records (a subagent's in
+  `../subagents/<session>/agent-<agent id>.jsonl`).
+"""
+
+import os
+
+from .. import jsonio, pricing
+from ..calls import MODEL, Call, fingerprint, tool_name
+from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP
+from ._files import local_day, number, read_all
+
+NAME = "qwen"
+LABEL = "Qwen Code"
+RUNGS = frozenset({DENY, ASK, STOP})
+TOOLS = {
+    "run_shell_command": "Bash",
+    "edit": "Edit",
+    "notebook_edit": "Edit",
+    "write_file": "Write",
+    "read_file": "Read",
+    "agent": "Agent",
+}
+
+INSTALL = {
+    "home": ("QWEN_HOME", ".qwen"),
+    "user": {"settings": "settings.json", "skills": "skills"},
+    "project": {"settings": ".qwen/settings.json", "skills": ".qwen/skills"},
+    # UserPromptSubmit is the only answer that ends a run: it fires before each model request.
+    "entry": {
+        "kind": "json-list",
+        "events": ("PreToolUse", "UserPromptSubmit"),
+        "grouped": True,
+        "timeout": 30,
+    },
+    "after_install": (
+        "Qwen Code: start a new session (or run /hooks) so it loads the hook; it applies to "
+        "every project, trusted or not.",
+    ),
+    "after_install_project": (
+        "{settings_name} may be committed with the project: it holds paths of this machine.",
+    ),
+    "after_uninstall": "Qwen Code drops the hook in its next session.",
+}
+
+# Arguments that label a call for the person without changing what it does: a call that differs
+# only in them is the same call to the loop wire (Qwen's own loop detector compares them too, so
+# a model that rewords the label every time gets past it, but not past the guard).
+_LABELS = {"run_shell_command": ("description",)}
+
+
+def call(payload):
+    event = payload.get("hook_event_name")
+    if event == "UserPromptSubmit":
+        # Before a model request (the person's prompt or a continuation): only a stop matters.
+        return Call(
+            NAME,
+            payload.get("session_id"),
+            event=MODEL,
+            transcript_path=payload.get("transcript_path"),
+            cwd=payload.get("cwd"),
+            prompt_id=payload.get("prompt_id"),
+        )
+    if event != "PreToolUse":
+        return None
+    raw_tool = payload.get("tool_name")
+    tool_input = payload.get("tool_input")
+    labels = _LABELS.get(raw_tool) if isinstance(raw_tool, str) else None
+    if labels and isinstance(tool_input, dict):
+        tool_input = {key: value for key, value in tool_input.items() if key not in labels}
+    return Call(
+        NAME,
+        payload.get("session_id"),
+        transcript_path=payload.get("transcript_path"),
+        cwd=payload.get("cwd"),
+        agent=payload.get("agent_id"),
+        tool=tool_name(raw_tool, TOOLS),
+        tool_input=tool_input,
+        tool_use_id=payload.get("tool_call_id") or payload.get("tool_use_id"),
+        prompt_id=payload.get("prompt_id"),
+    )
+
+
+def render(decision):
+    """One answer that means the same at PreToolUse and at UserPromptSubmit: PreToolUse reads
+    the decision and ignores `continue`; UserPromptSubmit reads `continue` alone."""
+    if not decision:
+        return ""
+    kind = decision["kind"]
+    model_text = decision.get("model") or decision.get("person") or REFUSAL_PREFIX
+    person_text = decision.get("person") or model_text
+    if kind == ASK:
+        # Shown to the person in the approval prompt; without one (-p) the model reads it.
+        specific = {"permissionDecision": "ask", "permissionDecisionReason": person_text}
+    else:
+        specific = {"permissionDecision": "deny", "permissionDecisionReason": model_text}
+    answer = {"hookSpecificOutput": dict(hookEventName="PreToolUse", **specific)}
+    if kind == STOP:
+        answer["continue"] = False
+        answer["stopReason"] = person_text
+    return jsonio.dumps(answer)
+
+
+def sync(book, call):
+    """Bring the book up to date with the session's chat file and its subagents' files."""
+    main = call.transcript_path
+    if not main or not call.session_id:
+        return False
+    files = book.state["files"]
+    folder = os.path.join(os.path.dirname(os.path.dirname(main)), "subagents", call.session_id)
+    for path, agent in _subagent_files(folder):
+        files.setdefault(path, {"agent": agent})
+    files.setdefault(main, {"agent": "main"})
+    read_all(book, main, lambda entry: _Reader(book, entry).line)
+    return True
+
+
+def _subagent_files(folder):
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return [
+        (os.path.join(folder, name), name[6:-6])
+        for name in names
+        if name.startswith("agent-") and name.endswith(".jsonl")
+    ]
+
+
+def price(model, input_tokens, cached, output_tokens):
+    """(picodollars, known) of one response as Qwen records it: input includes cached input,
+    output includes reasoning. Claude models (Qwen's Anthropic provider) count cache writes
+    inside input with nothing to tell them apart: they are priced as plain input."""
+    cached = min(cached, input_tokens)
+    if "claude" in model.lower():  # not normalize_model: its `re` costs every hook ~12 ms
+        usage = {
+            "input_tokens": input_tokens - cached,
+            "cache_read_input_tokens": cached,
+            "output_tokens": output_tokens,
+        }
+        return pricing.claude_cost(model, usage)
+    usage = {
+        "input_tokens": input_tokens,
+        "cached_input_tokens": cached,
+        "output_tokens": output_tokens,
+    }
+    return pricing.codex_cost(model, usage)
+
+
+def outcome(record):
+    """('ok' | 'fail' | 'guard' | 'reset', fingerprint) of one `tool_result` record."""
+    result = record.get("toolCallResult")
+    result = result if isinstance(result, dict) else {}
+    display = result.get("resultDisplay")
+    status = result.get("status")
+    if status == "cancelled":
+        return "reset", None  # the person interrupted it
+    if status != "error":
+        status = "ok"
+    elif result.get("errorType") == "execution_denied":
+        text = display if isinstance(display, str) else ""
+        status = "guard" if text.startswith(REFUSAL_PREFIX) else "fail"
+    else:
+        status = "fail"
+    if isinstance(display, dict) and display.get("type") == "shell_result":
+        # What the command printed and how it ended; not its pid or process group.
+        return status, fingerprint([display.get("output"), display.get("exitCode")])
+    message = record.get("message")
+    parts = message.get("parts") if isinstance(message, dict) else None
+    return status, fingerprint(parts if isinstance(parts, list) else display)
+
+
+class _Reader:
+    """Turns one file's new lines into ledger entries."""
+
+    def __init__(self, book, entry):
+        self.ledger = book
+        self.entry = entry
+
+    def line(self, raw):
+        if b'"qwen-code.api_response"' in raw:
+            if self.entry["agent"] != "main":
+                return  # the main file records every response, the subagents' included
+            handler = self._response
+        elif b'"tool_result"' in raw and self.ledger.expecting() and self.ledger.waiting_for(raw):
+            handler = self._result
+        else:
+            return
+        try:
+            record = jsonio.loads(raw)
+        except ValueError:
+            return
+        if isinstance(record, dict):
+            handler(record)
+
+    def _response(self, record):
+        payload = record.get("systemPayload")
+        event = payload.get("uiEvent") if isinstance(payload, dict) else None
+        if not isinstance(event, dict) or event.get("event.name") != "qwen-code.api_response":
+            return
+        model = event.get("model")
+        if not isinstance(model, str) or not model:
+            return
+        key = event.get("response_id") or record.get("uuid")
+        if not isinstance(key, str) or not key:
+            return
+        agent = event.get("subagent_id")
+        agent = agent if isinstance(agent, str) and agent else "main"
+        out = number(event.get("output_token_count"))
+        pusd, known = price(
+            model,
+            number(event.get("input_token_count")),
+            number(event.get("cached_content_token_count")),
+            out,
+        )
+        day = local_day(record.get("timestamp"))
+        self.ledger.usage(key, agent, model, pusd, known, out, day)
+
+    def _result(self, record):
+        if record.get("type") != "tool_result":
+            return
+        result = record.get("toolCallResult")
+        call_id = result.get("callId") if isinstance(result, dict) else None
+        if isinstance(call_id, str) and call_id:
+            status, digest = outcome(record)
+            self.ledger.result(call_id, status, digest)
