@@ -21,6 +21,7 @@ import os
 from .. import jsonio, pricing
 from ..calls import MODEL, Call, fingerprint, tool_name
 from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP
+from . import hook_entry
 from ._files import local_day, number, read_all
 
 NAME = "qwen"
@@ -39,21 +40,18 @@ INSTALL = {
     "home": ("QWEN_HOME", ".qwen"),
     "user": {"settings": "settings.json", "skills": "skills"},
     "project": {"settings": ".qwen/settings.json", "skills": ".qwen/skills"},
-    # UserPromptSubmit is the only answer that ends a run: it fires before each model request.
-    "entry": {
-        "kind": "json-list",
-        "events": ("PreToolUse", "UserPromptSubmit"),
-        "grouped": True,
-        "timeout": 30,
-    },
+    "binaries": ("qwen",),
+    # UserPromptSubmit fires before every model request: its answer is the only one that ends a
+    # run. No matcher: every tool (a group without one matches all on 0.24.4).
+    "entry": hook_entry("PreToolUse", "UserPromptSubmit"),
     "after_install": (
-        "Qwen Code: start a new session (or run /hooks) so it loads the hook; it applies to "
-        "every project, trusted or not.",
+        "Qwen Code: the hook applies from its next session, in every folder (trusted or not).",
     ),
     "after_install_project": (
-        "{settings_name} may be committed with the project: it holds paths of this machine.",
+        "{settings_name} now holds paths of this machine: keep it out of git if the project "
+        "commits .qwen/.",
     ),
-    "after_uninstall": "Qwen Code drops the hook in its next session.",
+    "after_uninstall": "Qwen Code drops the hook from its next session.",
 }
 
 # Arguments that label a call for the person without changing what it does: a call that differs
