@@ -8,7 +8,7 @@ differs between hosts is in hosts/<name>.py.
 import time
 
 from . import config, controls, hosts, jsonio, ledger, log, wires
-from .calls import MODEL, RESULT, fingerprint
+from .calls import END, MODEL, RESULT, TOOL, fingerprint
 from .decisions import ASK, DENY, STOP, TELL, fit
 
 MAX_INPUT = 16 << 20
@@ -32,10 +32,25 @@ def run(data, environ):
         return host.render(_decide(book, call, settings, host))
 
 
+def neutral(data, environ):
+    """The answer that lets a call through unchanged, for when the guard failed: '' for most
+    hosts, an explicit allow for one that blocks a call its hook leaves unanswered (Cursor)."""
+    try:
+        payload = jsonio.loads(data)
+        host = hosts.load(hosts.detect(payload, environ))
+        try:
+            host.call(payload)  # a host may answer differently per event
+        except Exception:
+            pass
+        return host.render(None)
+    except Exception:
+        return ""
+
+
 def _decide(book, call, settings, host):
     """The decision for this call (None: nothing to say), already fitted to the host's rungs."""
     state = book.state
-    if call.tool_use_id and call.tool_use_id in state["answers"]:
+    if call.event == TOOL and call.tool_use_id and call.tool_use_id in state["answers"]:
         seen = state["answers"][call.tool_use_id]  # the same call seen by a second install
         return seen if isinstance(seen, dict) else None
     state["cwd"] = call.cwd or state["cwd"]
@@ -53,6 +68,8 @@ def _decide(book, call, settings, host):
     has_transcript = host.sync(book, call)
     daily = _daily_spend(state, call, settings)
     if state["off"]:
+        return None
+    if call.event == END:
         return None
     if call.event == RESULT:
         book.outcome(call.agent, call.tool_use_id, call.failed, call.outcome)
