@@ -75,7 +75,11 @@ def _decide(book, call, settings, host):
         book.outcome(call.agent, call.tool_use_id, call.failed, call.outcome)
         return None
     if call.event == MODEL:
-        return fit(_before_model(state, settings, daily), host.RUNGS)
+        decision = fit(_before_model(state, settings, daily), host.RUNGS)
+        if decision and decision["kind"] == STOP and not state["blocked"]:
+            # a cap first seen here (the response's record came late): status.py says why
+            state["blocked"] = _blocked(decision, call)
+        return decision
 
     call_hash = fingerprint([call.tool, call.tool_input])
     control = controls.classify(call, settings.state_dir, settings.user_path)
@@ -95,13 +99,7 @@ def _decide(book, call, settings, host):
 
     if decision and decision["kind"] != TELL:
         book.remember_refusal(call.agent, call.tool_use_id, decision["kind"] == ASK)
-        state["blocked"] = {
-            "wire": decision["wire"],
-            "kind": decision["kind"],
-            "agent": call.agent,
-            "reason": decision.get("person") or decision["model"],
-            "at": time.time(),
-        }
+        state["blocked"] = _blocked(decision, call)
     elif control != controls.STATUS:
         state["blocked"] = None
     if call.tool_use_id:
@@ -110,6 +108,16 @@ def _decide(book, call, settings, host):
         while len(answers) > 64:
             del answers[next(iter(answers))]
     return decision
+
+
+def _blocked(decision, call):
+    return {
+        "wire": decision["wire"],
+        "kind": decision["kind"],
+        "agent": call.agent,
+        "reason": decision.get("person") or decision["model"],
+        "at": time.time(),
+    }
 
 
 def _before_model(state, settings, daily):

@@ -36,6 +36,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from codex_host import read_jsonl  # one JSONL reader for the e2e runners
+
 __all__ = [
     "QWEN_VERSION",
     "QwenHome",
@@ -57,12 +59,8 @@ KEY_VARIABLE = "SCRIPTED_MODEL_KEY"
 
 def qwen_bin():
     """Path of the pinned Qwen Code CLI (``RUNAWAY_GUARD_QWEN_BIN`` overrides); None if missing."""
-    override = os.environ.get("RUNAWAY_GUARD_QWEN_BIN")
-    if override:
-        return override
-    if _DEFAULT_BIN.exists():
-        return str(_DEFAULT_BIN)
-    return None
+    installed = str(_DEFAULT_BIN) if _DEFAULT_BIN.exists() else None
+    return os.environ.get("RUNAWAY_GUARD_QWEN_BIN") or installed
 
 
 def project_slug(project):
@@ -253,7 +251,7 @@ class QwenRun:
 
     def chat_records(self):
         path = self.chat_path()
-        return read_jsonl(path) if path else []
+        return read_jsonl(path) if path else []  # the path exists
 
     def api_responses(self):
         """The ``qwen-code.api_response`` telemetry of the session (main and subagents)."""
@@ -266,28 +264,13 @@ class QwenRun:
 
     @property
     def hook_inputs(self):
-        return read_jsonl(self.hook_log) if self.hook_log else []
+        return read_jsonl(self.hook_log) if self.hook_log and self.hook_log.exists() else []
 
     def describe(self):
         return (
             f"qwen exited {self.returncode}\n--- stdout ---\n{self.stdout[-3000:]}\n"
             f"--- stderr ---\n{self.stderr[-3000:]}"
         )
-
-
-def read_jsonl(path):
-    out = []
-    path = Path(path)
-    if not path.exists():
-        return out
-    for line in path.read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if line:
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                pass
-    return out
 
 
 def qwen_env(home, extra=None):

@@ -73,7 +73,8 @@ class Qwen:
     def status(self, session_id: str) -> dict:
         return self.person.status(self.skill, session_id)
 
-    def marker(self, name: str = "ran.txt") -> list:
+    def ran(self, name: str = "ran.txt") -> list:
+        """The commands that really ran: each appends a line to a marker file."""
         return lines(self.person.project / name)
 
 
@@ -96,7 +97,7 @@ def test_a_failure_run_is_stopped_by_the_sixth_failing_command(tmp_path):
         run = qwen.run()
         requests = len(model.api_requests("chat"))
     assert run.returncode == 0, run.describe()
-    assert qwen.marker() == ["1", "2", "3", "4", "5"], run.describe()
+    assert qwen.ran() == ["1", "2", "3", "4", "5"], run.describe()
     refused = refusals(run)
     # the 6th is refused, the 7th asked (a refusal in -p), the 8th stopped, and the run ends:
     # the request after the 8th call is never sent
@@ -116,7 +117,7 @@ def test_an_identical_loop_is_stopped_by_the_sixth_call(tmp_path):
         qwen = Qwen(tmp_path, model.url)  # the default limit: 5 repeats
         run = qwen.run()
         requests = len(model.api_requests("chat"))
-    assert qwen.marker() == ["x"] * 5, run.describe()
+    assert qwen.ran() == ["x"] * 5, run.describe()
     refused = refusals(run)
     assert len(refused) == 3 and "already ran 5 times with the same result" in refused[0]
     assert requests == 8
@@ -139,7 +140,7 @@ def test_polls_and_edit_and_retest_are_never_refused(tmp_path):
         run = qwen.run()
     assert refusals(run) == [], refusals(run)
     assert (qwen.person.project / "c").read_text().strip() == "8"
-    assert qwen.marker("runs.txt") == ["v", "v", "v"]
+    assert qwen.ran("runs.txt") == ["v", "v", "v"]
     assert run.result["result"] == "All green.", run.describe()
     assert qwen.status(run.session_id)["blocked"] is None
 
@@ -151,11 +152,14 @@ def test_a_spend_cap_ends_the_run_at_the_response_that_reaches_it(tmp_path):
         qwen = Qwen(tmp_path, model.url, max_usd=cap)
         run = qwen.run()
         requests = served(model)
-    # response k is on disk before the hook of its call: the 5th reaches $0.030, its call is
-    # refused and no further request is sent (0 responses past the cap)
-    assert qwen.marker() == ["1", "2", "3", "4"], run.describe()
+    # the 5th response reaches $0.030. Its record is usually on disk before the hook of its
+    # call, which is then refused; under load it lands a moment later, the call runs and the
+    # UserPromptSubmit before the 6th request ends the run. Either way no request is sent past
+    # the one that reached the cap.
     assert len(requests) == 5
-    assert len(refusals(run)) == 1 and "spend cap is reached" in refusals(run)[0]
+    refused = refusals(run)
+    assert (qwen.ran(), len(refused)) in ((["1", "2", "3", "4"], 1), (["1", "2", "3", "4", "5"], 0))
+    assert all("spend cap is reached" in text for text in refused)
     status = qwen.status(run.session_id)
     assert status["blocked"]["wire"] == "session"
     assert status["spend_usd"] == pytest.approx(5 * STEP_USD, abs=1e-9)

@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import pytest
-from guard_env import ROOT
-from hypothesis import HealthCheck, given, settings
+from guard_env import ROOT, fuzz
+from hypothesis import given
 from hypothesis import strategies as st
 from runaway_guard import hook, hosts, ledger
 from runaway_guard.decisions import ASK, DENY, STOP, TELL, fit
@@ -241,9 +241,7 @@ def test_only_known_event_names_are_installed():
     assert cursor.INSTALL["entry"]["grouped"] is False
 
 
-@settings(
-    max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
-)
+@fuzz(300)
 @given(
     st.dictionaries(
         st.sampled_from(

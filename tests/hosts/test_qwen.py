@@ -9,8 +9,8 @@ import json
 import shutil
 
 import pytest
-from guard_env import ROOT
-from hypothesis import HealthCheck, given, settings
+from guard_env import ROOT, fuzz
+from hypothesis import given
 from hypothesis import strategies as st
 from runaway_guard import hook, hosts, ledger
 from runaway_guard.calls import MODEL, TOOL
@@ -19,7 +19,7 @@ from runaway_guard.hosts import qwen
 
 FIXTURES = ROOT / "tests" / "fixtures" / "qwen"
 PRICES = json.loads((ROOT / "skill" / "runaway_guard" / "prices.json").read_text())["openai"]
-INSTALLED = ("PreToolUse", "UserPromptSubmit")
+INSTALLED = ("PreToolUse", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure")
 
 
 def lines(path):
@@ -145,7 +145,7 @@ def test_a_failure_run_is_refused_at_the_limit(tmp_path):
 def test_a_spend_cap_refuses_the_call_and_ends_the_run_at_the_next_request(tmp_path):
     """The first response ($0.0304) crosses a $0.02 cap: its call is refused with a stop, and
     the UserPromptSubmit before the next request answers continue:false, which ends the run."""
-    replay = Replay("usage", tmp_path, max_usd=0.02).run()
+    replay = Replay("usage", tmp_path, max_usd=0.02).run(events=INSTALLED[:2])
     first_prompt, first_call, continuation = (answer for _, answer in replay.answers[:3])
     assert first_prompt == ""
     refused = json.loads(first_call)
@@ -153,6 +153,21 @@ def test_a_spend_cap_refuses_the_call_and_ends_the_run_at_the_next_request(tmp_p
     assert refused["continue"] is False
     assert json.loads(continuation)["continue"] is False
     assert "reached its cap" in json.loads(continuation)["stopReason"]
+
+
+def test_a_response_recorded_late_still_ends_the_run_before_the_next_request(tmp_path):
+    """Under load Qwen may write a response's record after the hook of the call it made: that
+    call runs, and the UserPromptSubmit before the next request sees the cap and ends the run."""
+    replay = Replay("usage", tmp_path, max_usd=0.02)
+    first_call = next(
+        i for i, p in enumerate(replay.inputs) if p["hook_event_name"] == "PreToolUse"
+    )
+    replay.snapshots[first_call] = dict(replay.snapshots[first_call], lines=2)  # not written yet
+    replay.run(events=INSTALLED[:2])
+    first_prompt, call, continuation = (answer for _, answer in replay.answers[:3])
+    assert first_prompt == call == ""
+    assert json.loads(continuation)["continue"] is False
+    assert replay.state()["blocked"]["wire"] == "session"
 
 
 def test_a_new_prompt_from_the_person_clears_a_stop(tmp_path):
@@ -218,9 +233,7 @@ def test_a_continuation_is_a_before_model_event():
     assert qwen.call(prompt).event == MODEL
 
 
-@settings(
-    max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
-)
+@fuzz(300)
 @given(
     st.dictionaries(
         st.sampled_from(
@@ -252,9 +265,7 @@ def test_any_payload_is_a_call_or_nothing(payload):
     assert made is None or made.host == "qwen"
 
 
-@settings(
-    max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
-)
+@fuzz(300)
 @given(
     st.one_of(
         st.binary(max_size=200),

@@ -11,15 +11,17 @@ Seen on 0.24.4 (tests/fixtures/qwen/README.md):
   refuses the call, and the next request of the run is not sent.
 - Every model response, the subagents' included, appends a `qwen-code.api_response` telemetry
   record to the main chat file: the served model, the API's response id and the token counts
-  (input includes cached input, output includes reasoning), on disk before the hook of the call
-  it made. Tool results are `tool_result` records (a subagent's in
-  `../subagents/<session>/agent-<agent id>.jsonl`).
+  (input includes cached input, output includes reasoning), usually on disk before the hook of
+  the call it made, under load a moment later (then the next UserPromptSubmit sees it).
+- Outcomes come from PostToolUse / PostToolUseFailure (neither fires for a refused call); the
+  `tool_result` records (a subagent's in `../subagents/<session>/agent-<agent id>.jsonl`) tell
+  the guard's own refusals and the person's interruptions apart.
 """
 
 import os
 
 from .. import jsonio, pricing
-from ..calls import MODEL, Call, fingerprint, tool_name
+from ..calls import MODEL, RESULT, Call, fingerprint, tool_name
 from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP
 from . import hook_entry
 from ._files import local_day, number, read_all
@@ -42,8 +44,9 @@ INSTALL = {
     "project": {"settings": ".qwen/settings.json", "skills": ".qwen/skills"},
     "binaries": ("qwen",),
     # UserPromptSubmit fires before every model request: its answer is the only one that ends a
-    # run. No matcher: every tool (a group without one matches all on 0.24.4).
-    "entry": hook_entry("PreToolUse", "UserPromptSubmit"),
+    # run. PostToolUse/PostToolUseFailure report each outcome as the call ends: the chat file
+    # may get it a moment later. No matcher: every tool (a group without one matches all).
+    "entry": hook_entry("PreToolUse", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure"),
     "after_install": (
         "Qwen Code: the hook applies from its next session, in every folder (trusted or not).",
     ),
@@ -71,6 +74,20 @@ def call(payload):
             transcript_path=payload.get("transcript_path"),
             cwd=payload.get("cwd"),
             prompt_id=payload.get("prompt_id"),
+        )
+    if event in ("PostToolUse", "PostToolUseFailure"):
+        failed = event == "PostToolUseFailure" and payload.get("is_interrupt") is not True
+        return Call(
+            NAME,
+            payload.get("session_id"),
+            event=RESULT,
+            transcript_path=payload.get("transcript_path"),
+            cwd=payload.get("cwd"),
+            agent=payload.get("agent_id"),
+            tool_use_id=payload.get("tool_call_id") or payload.get("tool_use_id"),
+            prompt_id=payload.get("prompt_id"),
+            failed=failed,
+            outcome=_reported_outcome(event, payload),
         )
     if event != "PreToolUse":
         return None
@@ -114,15 +131,15 @@ def render(decision):
 
 def sync(book, call):
     """Bring the book up to date with the session's chat file and its subagents' files."""
-    main = call.transcript_path
-    if not main or not call.session_id:
+    if not (call.transcript_path and call.session_id):
         return False
-    files = book.state["files"]
-    folder = os.path.join(os.path.dirname(os.path.dirname(main)), "subagents", call.session_id)
-    for path, agent in _subagent_files(folder):
-        files.setdefault(path, {"agent": agent})
-    files.setdefault(main, {"agent": "main"})
-    read_all(book, main, lambda entry: _Reader(book, entry).line)
+    # <project dir>/chats/<session>.jsonl and <project dir>/subagents/<session>/agent-<id>.jsonl
+    project_dir = os.path.dirname(os.path.dirname(call.transcript_path))
+    followed = book.state["files"]
+    for path, agent in _subagent_files(os.path.join(project_dir, "subagents", call.session_id)):
+        followed.setdefault(path, {"agent": agent})
+    followed.setdefault(call.transcript_path, {"agent": "main"})
+    read_all(book, call.transcript_path, lambda entry: _Reader(book, entry).line)
     return True
 
 
@@ -158,27 +175,34 @@ def price(model, input_tokens, cached, output_tokens):
     return pricing.codex_cost(model, usage)
 
 
-def outcome(record):
-    """('ok' | 'fail' | 'guard' | 'reset', fingerprint) of one `tool_result` record."""
+def _reported_outcome(event, payload):
+    """The fingerprint of what a call returned, as its post-tool hook reports it (a shell result
+    without the process group line, which names a process)."""
+    if event == "PostToolUseFailure":
+        text = payload.get("error")
+    else:
+        response = payload.get("tool_response")
+        text = response.get("llmContent") if isinstance(response, dict) else response
+    if isinstance(text, str):
+        text = "\n".join(line for line in text.split("\n") if not line.startswith(_VOLATILE))
+    return fingerprint(text if isinstance(text, str) else jsonio.dumps(text, sort_keys=True))
+
+
+_VOLATILE = ("Process Group PGID:", "Background PIDs:")
+
+
+def recorded_status(record):
+    """What a `tool_result` record says of a call the post-tool hooks never report: the guard's
+    own refusal ('guard'), a call the person interrupted ('reset'); None for the others."""
     result = record.get("toolCallResult")
     result = result if isinstance(result, dict) else {}
-    display = result.get("resultDisplay")
-    status = result.get("status")
-    if status == "cancelled":
-        return "reset", None  # the person interrupted it
-    if status != "error":
-        status = "ok"
-    elif result.get("errorType") == "execution_denied":
-        text = display if isinstance(display, str) else ""
-        status = "guard" if text.startswith(REFUSAL_PREFIX) else "fail"
-    else:
-        status = "fail"
-    if isinstance(display, dict) and display.get("type") == "shell_result":
-        # What the command printed and how it ended; not its pid or process group.
-        return status, fingerprint([display.get("output"), display.get("exitCode")])
-    message = record.get("message")
-    parts = message.get("parts") if isinstance(message, dict) else None
-    return status, fingerprint(parts if isinstance(parts, list) else display)
+    if result.get("status") == "cancelled":
+        return "reset"
+    if result.get("status") == "error" and result.get("errorType") == "execution_denied":
+        display = result.get("resultDisplay")
+        if isinstance(display, str) and display.startswith(REFUSAL_PREFIX):
+            return "guard"
+    return None
 
 
 class _Reader:
@@ -232,6 +256,6 @@ class _Reader:
             return
         result = record.get("toolCallResult")
         call_id = result.get("callId") if isinstance(result, dict) else None
-        if isinstance(call_id, str) and call_id:
-            status, digest = outcome(record)
-            self.ledger.result(call_id, status, digest)
+        status = recorded_status(record)
+        if isinstance(call_id, str) and call_id and status:
+            self.ledger.result(call_id, status, None)
