@@ -65,48 +65,30 @@ _LABELS = {"run_shell_command": ("description",)}
 
 def call(payload):
     event = payload.get("hook_event_name")
+    if event not in ("PreToolUse", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure"):
+        return None
+    session = payload.get("session_id")
+    common = {
+        "transcript_path": payload.get("transcript_path"),
+        "cwd": payload.get("cwd"),
+        "prompt_id": payload.get("prompt_id"),
+    }
     if event == "UserPromptSubmit":
         # Before a model request (the person's prompt or a continuation): only a stop matters.
-        return Call(
-            NAME,
-            payload.get("session_id"),
-            event=MODEL,
-            transcript_path=payload.get("transcript_path"),
-            cwd=payload.get("cwd"),
-            prompt_id=payload.get("prompt_id"),
-        )
-    if event in ("PostToolUse", "PostToolUseFailure"):
-        failed = event == "PostToolUseFailure" and payload.get("is_interrupt") is not True
-        return Call(
-            NAME,
-            payload.get("session_id"),
-            event=RESULT,
-            transcript_path=payload.get("transcript_path"),
-            cwd=payload.get("cwd"),
-            agent=payload.get("agent_id"),
-            tool_use_id=payload.get("tool_call_id") or payload.get("tool_use_id"),
-            prompt_id=payload.get("prompt_id"),
-            failed=failed,
-            outcome=_reported_outcome(event, payload),
-        )
+        return Call(NAME, session, event=MODEL, **common)
+    # the model's own call id, the one the chat file records (Qwen's tool_use_id is its own)
+    common["tool_use_id"] = payload.get("tool_call_id") or payload.get("tool_use_id")
+    common["agent"] = payload.get("agent_id")
     if event != "PreToolUse":
-        return None
+        failed = event == "PostToolUseFailure" and payload.get("is_interrupt") is not True
+        outcome = _reported_outcome(event, payload)
+        return Call(NAME, session, event=RESULT, failed=failed, outcome=outcome, **common)
     raw_tool = payload.get("tool_name")
     tool_input = payload.get("tool_input")
     labels = _LABELS.get(raw_tool) if isinstance(raw_tool, str) else None
     if labels and isinstance(tool_input, dict):
         tool_input = {key: value for key, value in tool_input.items() if key not in labels}
-    return Call(
-        NAME,
-        payload.get("session_id"),
-        transcript_path=payload.get("transcript_path"),
-        cwd=payload.get("cwd"),
-        agent=payload.get("agent_id"),
-        tool=tool_name(raw_tool, TOOLS),
-        tool_input=tool_input,
-        tool_use_id=payload.get("tool_call_id") or payload.get("tool_use_id"),
-        prompt_id=payload.get("prompt_id"),
-    )
+    return Call(NAME, session, tool=tool_name(raw_tool, TOOLS), tool_input=tool_input, **common)
 
 
 def render(decision):
