@@ -8,7 +8,7 @@ differs between hosts is in hosts/<name>.py.
 import time
 
 from . import config, controls, hosts, jsonio, ledger, log, wires
-from .calls import MODEL, RESULT, TOOL, fingerprint
+from .calls import END, MODEL, RESULT, TOOL, fingerprint
 from .decisions import ASK, DENY, STOP, TELL, fit
 
 MAX_INPUT = 16 << 20
@@ -19,9 +19,9 @@ CATCH_UP_S = {False: 0.15, True: 0.5}
 CATCH_UP_MISSES = {False: 1, True: 3}
 CATCH_UP_STEP_S = 0.01
 
-INTERRUPT_EVERY_S = 10  # at most one out-of-band stop per session in this time
+INTERRUPT_EVERY_S = 10  # at most one out-of-band end of a session's run in this time
 
-_after = []  # what finish() does once the answer is out: a host's out-of-band stop
+_after = []  # what finish() does once the answer is out: the host's end_run
 
 
 def run(data, environ):
@@ -39,19 +39,31 @@ def run(data, environ):
     settings = config.load(call.cwd, environ)
     if settings.off:
         return host.render(None)
-    interrupt = getattr(host, "interrupt", None) if settings.interrupt else None
+    end_run = getattr(host, "end_run", None) if settings.interrupt else None
     with ledger.Ledger(settings.state_dir, call.host, call.session_id) as book:
         decision = _decide(book, call, settings, host)
         answer = host.render(decision)
-        if interrupt and decision and decision["kind"] == STOP and _first_stop(book.state):
-            _after.append((interrupt, call, environ, settings.state_dir))
+        if end_run and decision and decision["kind"] == STOP and _first_stop(book.state):
+            _after.append((end_run, call, environ, settings.state_dir))
     return answer
 
 
+def finish():
+    """Once the answer is printed and the state saved: end the run out of band where this
+    call's decision was to end it and the host's answers cannot (the host's end_run; the host
+    may end this process too). Fails open like the rest."""
+    while _after:
+        end_run, call, environ, state_dir = _after.pop()
+        try:
+            end_run(call, environ, lambda text, into=state_dir: log.append(into, "stop", text))
+        except Exception as error:
+            log.append(state_dir, "fail-open", f"end_run: {type(error).__name__}: {error}")
+
+
 def _first_stop(state):
-    """Whether no interrupt went out in the last few seconds: parallel calls stopped at once
-    (or one call seen by two installs) interrupt the run once (a second Esc in Codex's TUI
-    would open its message editor)."""
+    """Whether no end_run went out in the last few seconds: parallel calls stopped at once (or
+    one call seen by two installs) end the run once (a second Esc in Codex's TUI would open its
+    message editor)."""
     now = time.time()
     if 0 <= now - state.get("interrupted", 0) < INTERRUPT_EVERY_S:
         return False
@@ -59,22 +71,25 @@ def _first_stop(state):
     return True
 
 
-def finish():
-    """Once the answer is printed: end the run out of band where this call's decision was to
-    end it and the host's answers cannot (the host's `interrupt`). The state is already saved:
-    the host may kill this process meanwhile. Fails open like the rest."""
-    while _after:
-        interrupt, call, environ, state_dir = _after.pop()
+def neutral(data, environ):
+    """The answer that lets a call through unchanged, for when the guard failed: '' for most
+    hosts, an explicit allow for one that blocks a call its hook leaves unanswered (Cursor)."""
+    try:
+        payload = jsonio.loads(data)
+        host = hosts.load(hosts.detect(payload, environ))
         try:
-            interrupt(call, environ, lambda text, into=state_dir: log.append(into, "stop", text))
-        except Exception as error:
-            log.append(state_dir, "fail-open", f"interrupt: {type(error).__name__}: {error}")
+            host.call(payload)  # a host may answer differently per event
+        except Exception:
+            pass
+        return host.render(None)
+    except Exception:
+        return ""
 
 
 def _decide(book, call, settings, host):
     """The decision for this call (None: nothing to say), already fitted to the host's rungs."""
     state = book.state
-    if call.tool_use_id and call.tool_use_id in state["answers"]:
+    if call.event == TOOL and call.tool_use_id and call.tool_use_id in state["answers"]:
         seen = state["answers"][call.tool_use_id]  # the same call seen by a second install
         return seen if isinstance(seen, dict) else None
     state["cwd"] = call.cwd or state["cwd"]
@@ -82,26 +97,33 @@ def _decide(book, call, settings, host):
         state["problems"] = settings.problems  # status.py shows them; fixed ones disappear
         for problem in settings.problems:
             log.append(settings.state_dir, "config", problem)
-    if call.prompt_id and call.prompt_id != state["prompt"]:
-        if state["prompt"] is not None:
-            for record in state["agents"].values():
-                ledger.reset_agent(record)  # a new prompt: the person decided to go on
-            state["blocked"] = None
-        state["prompt"] = call.prompt_id
-
-    if call.event == TOOL and call.tool_use_id:
-        book.watch = b'"' + call.tool_use_id.encode("utf-8", "replace") + b'"'
+    _new_prompt(state, call)
+    known_id = call.tool_use_id
+    if call.event == TOOL and known_id:
+        book.watch = b'"' + known_id.encode("utf-8", "replace") + b'"'
     has_transcript = host.sync(book, call)
     if book.watch and has_transcript and getattr(host, "WRITES_CALLS", False):
         _catch_up(book, call, host)
+    # A host whose payload has no call id (Copilot) learns it from its session files.
+    if call.tool_use_id != known_id and call.tool_use_id in state["answers"]:
+        seen = state["answers"][call.tool_use_id]
+        # the same call through a second install: the host runs both answers, a note once
+        return seen if isinstance(seen, dict) and seen["kind"] != TELL else None
+    _new_prompt(state, call)
     daily = _daily_spend(state, call, settings)
     if state["off"]:
+        return None
+    if call.event == END:
         return None
     if call.event == RESULT:
         book.outcome(call.agent, call.tool_use_id, call.failed, call.outcome)
         return None
     if call.event == MODEL:
-        return fit(_before_model(state, settings, daily), host.RUNGS)
+        decision = fit(_before_model(state, settings, daily), host.RUNGS)
+        if decision and decision["kind"] == STOP and not state["blocked"]:
+            # a cap first seen here (the response's record came late): status.py says why
+            state["blocked"] = _blocked(decision, call)
+        return decision
 
     call_hash = fingerprint([call.tool, call.tool_input])
     control = controls.classify(call, settings.state_dir, settings.user_path)
@@ -121,13 +143,7 @@ def _decide(book, call, settings, host):
 
     if decision and decision["kind"] != TELL:
         book.remember_refusal(call.agent, call.tool_use_id, decision["kind"] == ASK)
-        state["blocked"] = {
-            "wire": decision["wire"],
-            "kind": decision["kind"],
-            "agent": call.agent,
-            "reason": decision.get("person") or decision["model"],
-            "at": time.time(),
-        }
+        state["blocked"] = _blocked(decision, call)
     elif control != controls.STATUS:
         state["blocked"] = None
     if call.tool_use_id:
@@ -165,6 +181,25 @@ def _catch_up(book, call, host):
     if book.watched:
         state["writes"] = True
     state["late"] = 0 if book.watched else misses + 1
+
+
+def _blocked(decision, call):
+    return {
+        "wire": decision["wire"],
+        "kind": decision["kind"],
+        "agent": call.agent,
+        "reason": decision.get("person") or decision["model"],
+        "at": time.time(),
+    }
+
+
+def _new_prompt(state, call):
+    if call.prompt_id and call.prompt_id != state["prompt"]:
+        if state["prompt"] is not None:
+            for record in state["agents"].values():
+                ledger.reset_agent(record)  # a new prompt: the person decided to go on
+            state["blocked"] = None
+        state["prompt"] = call.prompt_id
 
 
 def _before_model(state, settings, daily):
@@ -211,7 +246,19 @@ def _spend_wires(state, settings, daily, tool, warned):
             tool,
             "set RUNAWAY_GUARD_DAILY_USD or daily_usd in ~/.config/runaway-guard/config.json",
         ),
+        *(_team_wires(state, settings, tool, warned) if settings.team else ()),
     ]
+
+
+def _team_wires(state, settings, tool, warned):
+    """The team's and the person's caps (team.py); its errors fail open, the local caps hold."""
+    try:
+        from . import team
+
+        return team.decisions(settings, state, tool, warned)
+    except Exception as error:
+        log.append(settings.state_dir, "team", f"{type(error).__name__}: {error}")
+        return []
 
 
 def _wires(book, call, call_hash, settings, daily):

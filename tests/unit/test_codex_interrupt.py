@@ -1,7 +1,7 @@
 """The Codex stop: which process the guard interrupts, and that it never touches another.
 
 A fake `codex` (bash started with argv[0] = "codex", so its command line reads like the real
-one's) runs the guard's `interrupt` as its child, the way Codex runs a hook; it records a
+one's) runs the guard's `end_run` as its child, the way Codex runs a hook; it records a
 SIGINT if it gets one. The real runs are in tests/e2e/test_codex.py.
 """
 
@@ -24,12 +24,12 @@ import os, sys
 sys.path.insert(0, {skill!r})
 from runaway_guard.calls import Call
 from runaway_guard.hosts import codex
-codex.INTERRUPT_WAIT_S = 0
+codex.END_WAIT_S = 0
 def note(text):
     with open({notes!r}, "a") as handle:
         handle.write(text + "\\n")
 call = Call("codex", "s-1", transcript_path={rollout!r})
-codex.interrupt(call, dict(os.environ), note)
+codex.end_run(call, dict(os.environ), note)
 """
 
 

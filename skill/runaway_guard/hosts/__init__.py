@@ -8,15 +8,25 @@ host"):
 - call(payload) -> calls.Call or None: the fields the guard uses, type-checked;
 - render(decision) -> one line of JSON the host honours, or "" (decision may be None);
 - sync(book, call) -> whether it has session files; reads what the host appended into the book;
-- INSTALL: plain data the installer reads (files per scope, entry shape, notes).
-
-Optional: WRITES_CALLS (True when the host writes each call to its session files before it
-runs the hook: a call may then wait, briefly, for its host to write what came before it) and
-interrupt(call, environ, note) (a stop the host's answers cannot express, done from outside
-once the answer is printed; the person can switch it off).
+- INSTALL: plain data the installer reads (files per scope, entry shape, notes);
+- optionally end_run(call, environ, note): end the host's run after a STOP, out of band, where
+  its answers cannot (hook.finish calls it once the session's state is saved and the answer
+  printed, at most once per session in 10 s, unless the person switched it off with
+  RUNAWAY_GUARD_INTERRUPT=0; note(text) goes to hook.log; what finds the host's process is in
+  _procs.py);
+- optionally WRITES_CALLS = True: the host writes each call to its session files before it
+  runs the hook, so a call may wait, briefly, for the host to write what came before it
+  (hook._catch_up).
 
 This module imports no host module: a call imports only its own host's.
 """
+
+
+def hook_entry(*events, timeout=30, grouped=True):
+    """INSTALL["entry"] of a host that lists command hooks per event in a JSON settings file
+    (timeout in the host's own unit)."""
+    handler = {"type": "command", "command": "{command}", "timeout": timeout}
+    return {"kind": "json-list", "events": events, "grouped": grouped, "handler": handler}
 
 
 def _has(*keys):
@@ -29,15 +39,32 @@ def _cursor(payload, environ):
     return "CURSOR_VERSION" in environ
 
 
+def _qwen(payload, environ):
+    """Qwen Code's payloads carry the model's call id as `tool_call_id` (Claude Code never does)
+    and prompt ids `<session>########<n>`; Cursor's subagentStart has a tool_call_id too."""
+    if "conversation_id" in payload or "cursor_version" in payload:
+        return False
+    prompt_id = payload.get("prompt_id")
+    return "tool_call_id" in payload or (isinstance(prompt_id, str) and "########" in prompt_id)
+
+
 def _copilot(payload, environ):
+    """Copilot's own payloads, and the Claude-style ones it sends to the hooks in a project's
+    Claude settings: no transcript_path before a tool (Claude Code always sends one), an ISO
+    timestamp, COPILOT_CLI=1 in the hook's environment; at Stop its events.jsonl."""
     if "sessionId" in payload or "toolName" in payload or "toolArgs" in payload:
         return True
-    return "timestamp" in payload and "transcript_path" not in payload
+    path = payload.get("transcript_path")
+    if isinstance(path, str):
+        path = path.replace("\\", "/")
+        return "/session-state/" in path and path.endswith("/events.jsonl")
+    return "timestamp" in payload or environ.get("COPILOT_CLI") == "1"
 
 
 # Checked in order, the first match wins. The order is a property of the set of hosts (several
 # payloads share fields), so it lives here and not in the host modules.
 SIGNATURES = (
+    ("qwen", _qwen),
     ("cursor", _cursor),
     ("copilot", _copilot),
     ("codex", _has("turn_id")),

@@ -8,7 +8,7 @@ read to the next.
 
 Answers (seen on 0.169.0 and 0.171.0): a deny with a non-empty reason, and additionalContext
 alone; any other key, `ask` or `continue` marks the hook failed and the call runs, so every
-refusal here is a plain deny. No answer ends a turn: a stop is a deny, and then `interrupt`
+refusal here is a plain deny. No answer ends a turn: a stop is a deny, and then `end_run`
 ends the run from outside, the way the person would (research/codex-ending-a-turn.md).
 """
 
@@ -18,6 +18,7 @@ import time
 from .. import jsonio, pricing
 from ..calls import Call, fingerprint, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
+from . import hook_entry
 from ._files import first_line, local_day, number, read_all
 
 NAME = "codex"
@@ -40,12 +41,7 @@ INSTALL = {
     "user": {"settings": "hooks.json", "skills": "skills"},
     "project": {"settings": ".codex/hooks.json", "skills": ".agents/skills"},
     "binaries": ("codex",),
-    "entry": {
-        "kind": "json-list",
-        "events": ("PreToolUse",),
-        "grouped": True,
-        "handler": {"type": "command", "command": "{command}", "timeout": 30},
-    },
+    "entry": hook_entry("PreToolUse"),
     "after_install": (
         "Codex: the hook does NOT run until you trust it. Start codex, open /hooks and trust the "
         "runaway-guard hook{changed}. `codex exec` skips untrusted hooks silently, without any "
@@ -177,10 +173,10 @@ _VALUED = frozenset((
 # fmt: on
 # How long the hook waits once it has interrupted: Codex ends the turn and kills the hook
 # meanwhile (well under the hook's timeout; if it does not, Codex gets the deny).
-INTERRUPT_WAIT_S = 5.0
+END_WAIT_S = 5.0
 
 
-def interrupt(call, environ, note):
+def end_run(call, environ, note):
     """End this run's turn the way the person would, where its mode allows it; else nothing.
 
     - `codex exec`: SIGINT to its codex process is exactly Ctrl-C: the turn is interrupted
@@ -192,11 +188,17 @@ def interrupt(call, environ, note):
     Only the codex process that started this hook is ever touched: the nearest codex among this
     process's ancestors, and on Linux only if it holds this call's rollout open.
     """
-    found = _own_codex(call.transcript_path)
-    if isinstance(found, str):
-        note(f"deny only: {found}")
+    from . import _procs
+
+    found = _procs.nearest(("codex", "codex.exe"))
+    if found is None:
+        note("deny only: no codex process among the hook's ancestors")
         return
     pid, argv = found
+    rollout = call.transcript_path
+    if rollout and os.path.isdir(f"/proc/{pid}/fd") and not _procs.holds(pid, rollout):
+        note(f"deny only: codex (pid {pid}) does not hold this session's rollout open")
+        return
     mode = _mode(argv)
     if mode == "exec":
         import signal
@@ -204,8 +206,8 @@ def interrupt(call, environ, note):
         note(f"interrupting codex exec (pid {pid}) with SIGINT, as Ctrl-C")
         os.kill(pid, signal.SIGINT)
     elif mode == "tui":
-        pane = _own_pane(pid, environ)
-        if not pane:
+        pane = environ.get("TMUX_PANE")
+        if not (pane and environ.get("TMUX")) or _pane_tty(environ, pane) != _procs.terminal(pid):
             note(f"deny only: the Codex TUI (pid {pid}) is not in a tmux pane of its own")
             return
         note(f"interrupting the Codex TUI (pid {pid}) with Esc in tmux pane {pane}")
@@ -213,59 +215,7 @@ def interrupt(call, environ, note):
     else:
         note(f"deny only: codex {mode} (pid {pid}) may serve other sessions")
         return
-    time.sleep(INTERRUPT_WAIT_S)
-
-
-def _own_codex(rollout):
-    """(pid, argv) of the codex process that ran this hook, or why there is none."""
-    pid = os.getppid()
-    for _ in range(16):
-        if pid <= 1:
-            break
-        info = _process(pid)
-        if info is None:
-            break
-        parent, argv = info
-        if argv and os.path.basename(argv[0]) in ("codex", "codex.exe"):
-            if rollout and os.path.isdir(f"/proc/{pid}/fd") and not _holds(pid, rollout):
-                return f"codex (pid {pid}) does not hold this session's rollout open"
-            return pid, argv
-        pid = parent
-    return "no codex process among the hook's ancestors"
-
-
-def _process(pid):
-    """(parent pid, argv) of a process, or None."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            argv = handle.read().split(b"\0")[:-1]
-        parent = int(stat[stat.rindex(b")") + 2 :].split()[1])
-        return parent, [arg.decode("utf-8", "replace") for arg in argv]
-    except (OSError, ValueError, IndexError):
-        pass
-    out = _output(["ps", "-o", "ppid=", "-o", "args=", "-p", str(pid)])  # no /proc: macOS
-    fields = out.split() if out else []
-    if len(fields) < 2 or not fields[0].isdigit():
-        return None
-    return int(fields[0]), fields[1:]
-
-
-def _holds(pid, path):
-    """Whether the process has path open (Linux)."""
-    folder = f"/proc/{pid}/fd"
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return False
-    for name in names:
-        try:
-            if os.readlink(os.path.join(folder, name)) == path:
-                return True
-        except OSError:
-            continue
-    return False
+    time.sleep(END_WAIT_S)
 
 
 def _mode(argv):
@@ -290,40 +240,15 @@ def _mode(argv):
     return first
 
 
-def _own_pane(pid, environ):
-    """The tmux pane this hook was started from, if the codex TUI's terminal is that pane."""
-    pane = environ.get("TMUX_PANE")
-    if not pane or not environ.get("TMUX"):
-        return None
-    try:
-        tty = os.readlink(f"/proc/{pid}/fd/0")
-    except OSError:
-        name = _output(["ps", "-o", "tty=", "-p", str(pid)]).strip()
-        tty = f"/dev/{name}" if name and name != "??" else ""
-    shown = _tmux(environ, "display-message", "-p", "-t", pane, "#{pane_tty}")
-    return pane if tty and shown.strip() == tty else None
+def _pane_tty(environ, pane):
+    """The terminal of a tmux pane (as tmux shows it), or None."""
+    return _tmux(environ, "display-message", "-p", "-t", pane, "#{pane_tty}").strip() or None
 
 
 def _tmux(environ, *args):
-    return _output(["tmux", *args], environ)
+    from ._procs import output
 
-
-def _output(argv, environ=None):
-    """What a short command printed, or '' (it failed, is missing or took too long)."""
-    import subprocess
-
-    try:
-        done = subprocess.run(
-            argv,
-            env=dict(environ) if environ is not None else None,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            timeout=3,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else ""
+    return output(["tmux", *args], environ)
 
 
 def sync(book, call):
