@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Install the pinned host CLIs (Claude Code, Codex) for the end-to-end tests into
+# Install the pinned host CLIs (Claude Code, Codex, OpenCode) for the end-to-end tests into
 # tests/e2e/.hosts/ (gitignored). Idempotent: does nothing when the pinned versions are
-# already installed. Prints the binary paths (claude, codex, then ccusage).
+# already installed. Prints the binary paths (claude, codex, ccusage, then opencode).
 #
 # The versions are pinned here rather than in a package.json so that the install prefix stays
 # a throwaway folder: `npm install --prefix tests/e2e/.hosts <pkg>@<version>` writes its own
@@ -13,12 +13,16 @@ CLAUDE_VERSION="2.1.328"
 CODEX_VERSION="0.169.0"
 # ccusage: the independent Codex cost figure test_codex.py compares with (runs with --offline).
 CCUSAGE_VERSION="20.0.24"
+# OpenCode: npm opencode-ai pulls its Bun-compiled binary in as an optional dependency
+# (opencode-linux-x64 & co.); node_modules/.bin/opencode is a small launcher that finds it.
+OPENCODE_VERSION="1.18.33"
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 prefix="$here/.hosts"
 claude_bin="$prefix/node_modules/.bin/claude"
 codex_bin="$prefix/node_modules/.bin/codex"
 ccusage_bin="$prefix/node_modules/.bin/ccusage"
+opencode_bin="$prefix/node_modules/.bin/opencode"
 
 installed_version() {
   # $1: package name; prints the installed version or nothing
@@ -29,13 +33,16 @@ installed_version() {
 if [ "$(installed_version @anthropic-ai/claude-code)" != "$CLAUDE_VERSION" ] ||
    [ "$(installed_version @openai/codex)" != "$CODEX_VERSION" ] ||
    [ "$(installed_version ccusage)" != "$CCUSAGE_VERSION" ] ||
-   [ ! -x "$claude_bin" ] || [ ! -x "$codex_bin" ] || [ ! -x "$ccusage_bin" ]; then
+   [ "$(installed_version opencode-ai)" != "$OPENCODE_VERSION" ] ||
+   [ ! -x "$claude_bin" ] || [ ! -x "$codex_bin" ] || [ ! -x "$ccusage_bin" ] ||
+   [ ! -x "$opencode_bin" ]; then
   mkdir -p "$prefix"
   npm install --prefix "$prefix" --no-audit --no-fund --save-exact --loglevel=error \
     "@anthropic-ai/claude-code@$CLAUDE_VERSION" "@openai/codex@$CODEX_VERSION" \
-    "ccusage@$CCUSAGE_VERSION" >&2
+    "ccusage@$CCUSAGE_VERSION" "opencode-ai@$OPENCODE_VERSION" >&2
 fi
 
 echo "$claude_bin"
 echo "$codex_bin"
 echo "$ccusage_bin"
+echo "$opencode_bin"
