@@ -95,3 +95,21 @@ def test_one_call_imports_only_its_own_host_module(name, tmp_path):
         set(host_modules.split()) == {f"runaway_guard.hosts.{name}", "runaway_guard.hosts._files"}
     )
     assert forbidden == ""
+
+
+@pytest.mark.parametrize("name", [n for n in hosts.NAMES if hosts.load(n).INSTALL])
+def test_install_facts_are_data_the_installer_reads(name):
+    spec = hosts.load(name).INSTALL
+    assert isinstance(spec["home"][0], str) and isinstance(spec["home"][1], str)
+    for scope in ("user", "project"):
+        assert set(spec[scope]) == {"settings", "skills"}
+    assert spec["after_install"] and isinstance(spec["after_uninstall"], str)
+    entry = spec["entry"]
+    if entry["kind"] == "json-list":
+        assert entry["events"] and isinstance(entry["grouped"], bool)
+        assert "{command}" in json.dumps(entry["handler"])
+    else:
+        assert entry["kind"] == "owned-file"
+        assert "template" in entry or "template_file" in entry
+    # an empty matcher makes Copilot CLI reject a whole Claude settings file
+    assert '"matcher": ""' not in json.dumps(entry)

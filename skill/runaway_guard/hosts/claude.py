@@ -23,7 +23,13 @@ INSTALL = {
     "home": ("CLAUDE_CONFIG_DIR", ".claude"),
     "user": {"settings": "settings.json", "skills": "skills"},
     "project": {"settings": ".claude/settings.local.json", "skills": ".claude/skills"},
-    "entry": {"kind": "json-list", "events": ("PreToolUse",), "grouped": True, "timeout": 30},
+    "binaries": ("claude",),
+    "entry": {
+        "kind": "json-list",
+        "events": ("PreToolUse",),
+        "grouped": True,
+        "handler": {"type": "command", "command": "{command}", "timeout": 30},
+    },
     "after_install": (
         "Claude Code: restart it (or open /hooks) so it loads the hook; in a folder you have not "
         "trusted yet, accept the trust prompt first.",

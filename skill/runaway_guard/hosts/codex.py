@@ -36,7 +36,13 @@ INSTALL = {
     "home": ("CODEX_HOME", ".codex"),
     "user": {"settings": "hooks.json", "skills": "skills"},
     "project": {"settings": ".codex/hooks.json", "skills": ".agents/skills"},
-    "entry": {"kind": "json-list", "events": ("PreToolUse",), "grouped": True, "timeout": 30},
+    "binaries": ("codex",),
+    "entry": {
+        "kind": "json-list",
+        "events": ("PreToolUse",),
+        "grouped": True,
+        "handler": {"type": "command", "command": "{command}", "timeout": 30},
+    },
     "after_install": (
         "Codex: the hook does NOT run until you trust it. Start codex, open /hooks and trust the "
         "runaway-guard hook{changed}. `codex exec` skips untrusted hooks silently, without any "
@@ -48,6 +54,56 @@ INSTALL = {
     ),
     "after_uninstall": "Codex forgets the hook on its next start.",
 }
+
+
+def check_note(settings_path, handler, position, group, environ):
+    """For `install.py --check`, best effort: does config.toml hold a trusted hash for this hook?
+
+    Codex runs a hook only once the person trusted it in /hooks; the trust is recorded per file
+    and position with a hash of the hook's definition (the format is internal to Codex).
+    """
+    import hashlib
+    import json
+
+    codex_home = environ.get("CODEX_HOME") or os.path.join(
+        environ.get("HOME") or os.path.expanduser("~"), ".codex"
+    )
+    config = os.path.join(codex_home, "config.toml")
+    definition = {"event_name": "pre_tool_use"}
+    if isinstance(group, dict) and group.get("matcher") is not None:
+        definition["matcher"] = group["matcher"]
+    normal = {
+        "type": "command",
+        "command": handler.get("command"),
+        "timeout": handler.get("timeout", 600),
+        "async": bool(handler.get("async", False)),
+    }
+    if handler.get("statusMessage") is not None:
+        normal["statusMessage"] = handler["statusMessage"]
+    definition["hooks"] = [normal]
+    canonical = json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    digest = "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    try:
+        with open(config, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError:
+        text = ""
+    group_index, handler_index = position
+    paths = (str(settings_path), os.path.realpath(settings_path))
+    keys = {f"{path}:pre_tool_use:{group_index}:{handler_index}" for path in paths}
+    if digest in text and any(key in text for key in keys):
+        return "Codex trust: a trusted hash for this hook is recorded in config.toml."
+    if any(key in text for key in keys):
+        return (
+            "Codex trust: config.toml records a different hash for this position: the hook "
+            "looks MODIFIED and will not run. Open /hooks in codex and trust it."
+        )
+    return (
+        f"Codex trust: no trust record found in {config}: if Codex has not been told to trust "
+        "the hook, it does not run. Open /hooks in codex and trust it (this check is best "
+        "effort: the format is internal to Codex)."
+    )
+
 
 _USAGE_FIELDS = (
     "input_tokens",
