@@ -7,7 +7,7 @@ Typical use in a test::
 
     with ScriptedModel({"chat": [step, ...]}) as model:
         home = OpenCodeHome(tmp_path, model.url)
-        home.place_plugin(recorder_command(tmp_path / "calls.jsonl"))  # or run the installer
+        home.place_plugin(recorder_script(tmp_path / "calls.jsonl"))  # or run the installer
         run = run_opencode(home, "do the thing")
     run.returncode, run.events, run.session_id, run.store.parts(), run.store.cost(run.session_id)
 
@@ -58,7 +58,7 @@ __all__ = [
     "is_title_request",
     "opencode_bin",
     "plugin_text",
-    "recorder_command",
+    "recorder_script",
     "run_opencode",
 ]
 
@@ -72,7 +72,6 @@ _ROOT = _HERE.parent.parent
 _DEFAULT_BIN = _HERE / ".hosts" / "node_modules" / ".bin" / "opencode"
 PLUGIN_SOURCE = _ROOT / "skill" / "runaway_guard" / "hosts" / "opencode_plugin.js"
 PLUGIN_NAME = "runaway-guard.js"
-_COMMAND_LINE = "const COMMAND = null;"
 _DROP = (
     "OPENCODE",
     "XDG_",
@@ -100,12 +99,15 @@ def is_title_request(body):
     return not (body or {}).get("tools")
 
 
-def plugin_text(command, source=PLUGIN_SOURCE):
-    """The plugin's source with its COMMAND line set to ``command`` (a list of strings)."""
+def plugin_text(python, guard, source=PLUGIN_SOURCE):
+    """The plugin's source with its interpreter and guard script filled in, as the installer
+    does (the quoted placeholders "@PYTHON@" and "@GUARD@" become JSON strings)."""
     text = Path(source).read_text(encoding="utf-8")
-    if _COMMAND_LINE not in text:
-        raise ValueError(f"{source} has no `{_COMMAND_LINE}` line")
-    return text.replace(_COMMAND_LINE, f"const COMMAND = {json.dumps(list(command))};", 1)
+    for placeholder, value in (("@PYTHON@", python), ("@GUARD@", guard)):
+        if f'"{placeholder}"' not in text:
+            raise ValueError(f"{source} has no {placeholder} placeholder")
+        text = text.replace(f'"{placeholder}"', json.dumps(str(value)))
+    return text
 
 
 _RECORDER = r"""import json, sys
@@ -127,15 +129,15 @@ if answer is not None:
 """
 
 
-def recorder_command(log_path, rules=(), answers=()):
-    """A guard stand-in for the plugin: appends each payload to ``log_path`` (JSONL) and answers
-    ``answer`` for the first ``(substring, answer)`` rule found in the payload's JSON, else
-    ``answers[n]`` for the n-th payload (counted from 0; None or past the end: no answer)."""
+def recorder_script(log_path, rules=(), answers=()):
+    """A guard stand-in for the plugin (its path): appends each payload to ``log_path`` (JSONL)
+    and answers ``answer`` for the first ``(substring, answer)`` rule found in the payload's
+    JSON, else ``answers[n]`` for the n-th payload (from 0; None or past the end: no answer)."""
     log_path = Path(log_path).resolve()
     script = log_path.with_suffix(".recorder.py")
     values = {"log": str(log_path), "rules": [list(r) for r in rules], "answers": list(answers)}
     script.write_text(_RECORDER % values)
-    return [sys.executable, "-I", "-S", str(script)]
+    return script
 
 
 class OpenCodeHome:
@@ -196,12 +198,12 @@ class OpenCodeHome:
             return self.project / ".opencode" / "plugin"
         return self.config_dir / "plugin"
 
-    def place_plugin(self, command, scope="user", name=PLUGIN_NAME):
-        """Put the guard's plugin in place by hand, its COMMAND set to ``command``."""
+    def place_plugin(self, guard, python=sys.executable, scope="user", name=PLUGIN_NAME):
+        """Put the guard's plugin in place by hand, running ``guard`` (a script path)."""
         folder = self.plugin_dir(scope)
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / name
-        path.write_text(plugin_text(command), encoding="utf-8")
+        path.write_text(plugin_text(python, guard), encoding="utf-8")
         return path
 
     def env(self, extra=None):

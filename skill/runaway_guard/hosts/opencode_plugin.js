@@ -15,15 +15,30 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 
-// The guard's command, [interpreter, ...flags, guard.py]; the installer writes this line.
-const COMMAND = null;
+// The installer writes the interpreter and the path of guard.py here (JSON strings). Left as
+// they are, python3 on PATH runs <this folder>/../skills/runaway-guard/skill/guard.py.
+const PYTHON = "@PYTHON@";
+const GUARD = "@GUARD@";
 const TIMEOUT_MS = 30000;
 const PLUGIN = "opencode";
 
 function command() {
-  if (Array.isArray(COMMAND) && COMMAND.length) return COMMAND;
-  const guard = new URL("../skills/runaway-guard/skill/guard.py", import.meta.url);
-  return ["python3", "-I", "-S", fileURLToPath(guard)];
+  const placeholder = (value) => value.startsWith("@") && value.endsWith("@");
+  const python = placeholder(PYTHON) ? "python3" : PYTHON;
+  const relative = new URL("../skills/runaway-guard/skill/guard.py", import.meta.url);
+  const guard = placeholder(GUARD) ? fileURLToPath(relative) : GUARD;
+  return [python, "-I", "-S", guard];
+}
+
+// OpenCode's session database (its own rule in 1.18.33: OPENCODE_DB, else opencode.db in its
+// data folder); the guard reads it read-only.
+function database() {
+  const env = process.env;
+  const share = env.XDG_DATA_HOME || path.join(env.HOME || os.homedir(), ".local", "share");
+  const data = path.join(share, "opencode");
+  if (!env.OPENCODE_DB) return path.join(data, "opencode.db");
+  if (env.OPENCODE_DB === ":memory:") return null;
+  return path.isAbsolute(env.OPENCODE_DB) ? env.OPENCODE_DB : path.join(data, env.OPENCODE_DB);
 }
 
 function stateDir() {
@@ -96,6 +111,7 @@ export const RunawayGuard = async ({ client, directory }) => {
   const parents = new Map(); // session id -> parent session id ("" for a root)
   const prompts = new Map(); // session id -> the user message its current step answers
   const notes = new Map(); // call id -> a note for the model, appended to the tool's output
+  const db = database();
 
   async function root(id) {
     const seen = new Set();
@@ -124,6 +140,7 @@ export const RunawayGuard = async ({ client, directory }) => {
       agent_session_id: sessionID,
       prompt_id: prompts.get(sessionID) || null,
       cwd: directory,
+      database: db,
       ...extra,
     };
   }
@@ -141,7 +158,9 @@ export const RunawayGuard = async ({ client, directory }) => {
         provider_id: model.providerID,
         model_id: model.id,
       }));
-      if (answer && answer.decision === "stop") throw new Error(answer.reason || "runaway-guard: stopped");
+      if (answer && answer.decision === "stop") {
+        throw new Error(answer.message || answer.reason || "runaway-guard: stopped");
+      }
     },
     "tool.execute.before": async (input, output) => {
       const answer = await ask(await payload("tool.execute.before", input.sessionID, {
