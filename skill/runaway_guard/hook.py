@@ -58,7 +58,10 @@ def _decide(book, call, settings, host):
         book.outcome(call.agent, call.tool_use_id, call.failed, call.outcome)
         return None
     if call.event == MODEL:
-        return fit(_before_model(state, settings, daily), host.RUNGS)
+        decision = fit(_before_model(state, settings, daily), host.RUNGS)
+        if decision and not state["blocked"]:  # a cap reached: that is what stopped the run
+            _record_block(state, decision, call.agent)
+        return decision
 
     call_hash = fingerprint([call.tool, call.tool_input])
     control = controls.classify(call, settings.state_dir, settings.user_path)
@@ -78,13 +81,7 @@ def _decide(book, call, settings, host):
 
     if decision and decision["kind"] != TELL:
         book.remember_refusal(call.agent, call.tool_use_id, decision["kind"] == ASK)
-        state["blocked"] = {
-            "wire": decision["wire"],
-            "kind": decision["kind"],
-            "agent": call.agent,
-            "reason": decision.get("person") or decision["model"],
-            "at": time.time(),
-        }
+        _record_block(state, decision, call.agent)
     elif control != controls.STATUS:
         state["blocked"] = None
     if call.tool_use_id:
@@ -93,6 +90,16 @@ def _decide(book, call, settings, host):
         while len(answers) > 64:
             del answers[next(iter(answers))]
     return decision
+
+
+def _record_block(state, decision, agent):
+    state["blocked"] = {
+        "wire": decision["wire"],
+        "kind": decision["kind"],
+        "agent": agent,
+        "reason": decision.get("person") or decision["model"],
+        "at": time.time(),
+    }
 
 
 def _before_model(state, settings, daily):

@@ -225,6 +225,17 @@ def test_zero_cost_steps_are_priced_by_the_table_as_openai_or_claude(tmp_path, g
     assert state_of(guard_env, "ses_root")["unpriced"] == []
 
 
+def test_a_reached_cap_stops_the_next_model_request_and_says_why(tmp_path, guard_env):
+    db = make_db(tmp_path / "c.db")
+    put_message(db, "ses_root", *step("m1", "mock", "x", 0.3, 10, 1), 10)
+    assert guard_env.run(model_call(db), RUNAWAY_GUARD_MAX_USD="0.5") == ""
+    put_message(db, "ses_root", *step("m2", "mock", "x", 0.3, 10, 1), 20)
+    answer = json.loads(guard_env.run(model_call(db), RUNAWAY_GUARD_MAX_USD="0.5"))
+    assert answer["decision"] == "stop"
+    assert answer["message"].startswith("runaway-guard stopped the agent: session spend $0.60")
+    assert state_of(guard_env, "ses_root")["blocked"]["wire"] == "session"
+
+
 def test_read_in_pieces_as_opencode_writes_a_step_then_prices_it(tmp_path, guard_env):
     """A step is stored at its start with cost 0 and no tokens, then rewritten when it ends;
     a subagent's child session appears later; a write stamped earlier may commit later."""
@@ -303,6 +314,19 @@ def test_permission_rejections_reset_and_running_parts_wait(tmp_path, guard_env)
     record = state_of(guard_env, "ses_root")["agents"]["main"]
     assert record["fails"] == 1  # 2 failures, reset by the person, 1 failure; c4 still running
     assert [c for c, _ in record["pending"]] == ["c4"]
+
+
+def test_the_guards_note_in_a_tool_output_is_not_part_of_its_outcome(tmp_path, guard_env):
+    db = make_db(tmp_path / "n.db")
+    base = dict(model_call(db), hook_event_name="tool.execute.before", tool_name="bash")
+    outputs = ["same\n", "same\n\n\nrunaway-guard: one more and it is refused", "same\n"]
+    answers = []
+    for n, output in enumerate([*outputs, None]):
+        call = dict(base, call_id=f"c{n}", tool_input={"command": "echo same"})
+        answers.append(guard_env.answer(call, RUNAWAY_GUARD_MAX_REPEATS="3"))
+        state = {"status": "completed", "output": output, "metadata": {"exit": 0}}
+        put_part(db, "ses_root", f"p{n}", {"type": "tool", "callID": f"c{n}", "state": state}, n)
+    assert [a and a["decision"] for a in answers] == [None, None, "tell", "deny"]
 
 
 def test_without_a_database_the_loop_wire_still_judges_the_calls(tmp_path, guard_env):

@@ -66,6 +66,8 @@ PLUGIN = "opencode"
 # commit later (parallel tool calls); a row read twice changes nothing.
 MARGIN_MS = 5000
 FREE_PROVIDERS = ("opencode",)
+# How the plugin appends a note for the model to a tool's output.
+NOTE = "\n\n" + REFUSAL_PREFIX
 _RESET = ("The user rejected permission", "Tool execution aborted")
 _TREE = (
     "WITH RECURSIVE tree(id) AS (SELECT ? UNION "
@@ -235,5 +237,8 @@ def _tool(book, data):
         return
     code = _dict(state.get("metadata")).get("exit")
     failed = isinstance(code, int) and not isinstance(code, bool) and code != 0
-    output = state.get("output")
-    book.result(call_id, "fail" if failed else "ok", fingerprint(output if output else ""))
+    output = state.get("output") if isinstance(state.get("output"), str) else ""
+    note = output.rfind(NOTE)
+    if note >= 0:
+        output = output[:note]  # the guard's own note, appended by the plugin, is not the outcome
+    book.result(call_id, "fail" if failed else "ok", fingerprint(output))
