@@ -14,6 +14,13 @@ This module imports no host module: a call imports only its own host's.
 """
 
 
+def hook_entry(*events, timeout=30, grouped=True):
+    """INSTALL["entry"] of a host that lists command hooks per event in a JSON settings file
+    (timeout in the host's own unit)."""
+    handler = {"type": "command", "command": "{command}", "timeout": timeout}
+    return {"kind": "json-list", "events": events, "grouped": grouped, "handler": handler}
+
+
 def _has(*keys):
     return lambda payload, environ: any(key in payload for key in keys)
 

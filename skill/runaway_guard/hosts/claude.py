@@ -12,6 +12,7 @@ import os
 from .. import jsonio, pricing
 from ..calls import Call, fingerprint, tool_name
 from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP, TELL
+from . import hook_entry
 from ._files import first_line, local_day, number, read_all
 
 NAME = "claude"
@@ -24,12 +25,7 @@ INSTALL = {
     "user": {"settings": "settings.json", "skills": "skills"},
     "project": {"settings": ".claude/settings.local.json", "skills": ".claude/skills"},
     "binaries": ("claude",),
-    "entry": {
-        "kind": "json-list",
-        "events": ("PreToolUse",),
-        "grouped": True,
-        "handler": {"type": "command", "command": "{command}", "timeout": 30},
-    },
+    "entry": hook_entry("PreToolUse"),
     "after_install": (
         "Claude Code: restart it (or open /hooks) so it loads the hook; in a folder you have not "
         "trusted yet, accept the trust prompt first.",

@@ -17,6 +17,7 @@ import time
 from .. import jsonio, pricing
 from ..calls import Call, fingerprint, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, TELL
+from . import hook_entry
 from ._files import first_line, local_day, number, read_all
 
 NAME = "codex"
@@ -37,12 +38,7 @@ INSTALL = {
     "user": {"settings": "hooks.json", "skills": "skills"},
     "project": {"settings": ".codex/hooks.json", "skills": ".agents/skills"},
     "binaries": ("codex",),
-    "entry": {
-        "kind": "json-list",
-        "events": ("PreToolUse",),
-        "grouped": True,
-        "handler": {"type": "command", "command": "{command}", "timeout": 30},
-    },
+    "entry": hook_entry("PreToolUse"),
     "after_install": (
         "Codex: the hook does NOT run until you trust it. Start codex, open /hooks and trust the "
         "runaway-guard hook{changed}. `codex exec` skips untrusted hooks silently, without any "
