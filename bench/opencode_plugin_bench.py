@@ -3,7 +3,7 @@
 
     python3 bench/opencode_plugin_bench.py [--steps 300,3000] [--calls 30]
 
-Builds an OpenCode 1.18.33 database (its own schema, from tests/fixtures/opencode/) with a root
+Builds an OpenCode 1.18.33 database (its own schema, tests/fixtures/opencode/schema.sql) with a root
 session and two subagent sessions holding --steps model steps in all (each an assistant message
 with cost and tokens, a tool part, step-start and step-finish parts), then loads the plugin
 (skill/runaway_guard/hosts/opencode_plugin.js, filled in as the installer does, running this
@@ -32,56 +32,68 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 GUARD = os.path.join(ROOT, "skill", "guard.py")
 PLUGIN = os.path.join(ROOT, "skill", "runaway_guard", "hosts", "opencode_plugin.js")
-SCHEMA = os.path.join(ROOT, "tests", "fixtures", "opencode", "subagent", "opencode.sql")
+SCHEMA = os.path.join(ROOT, "tests", "fixtures", "opencode", "schema.sql")
 OPENCODE = os.path.join(ROOT, "tests", "e2e", ".hosts", "node_modules", "opencode-ai", "bin")
 
 HARNESS = r"""
 const [plugin, dbPath, callsText] = process.argv.slice(2);
 const calls = Number(callsText);
 const { spawn } = await import("node:child_process");
-let insert = null;
+let db;
 if (typeof Bun !== "undefined") {
-  const { Database } = await import("bun:sqlite");
-  const db = new Database(dbPath);
-  db.exec("PRAGMA journal_mode = WAL");
-  insert = (sql, ...args) => db.prepare(sql).run(...args);
+  db = new (await import("bun:sqlite")).Database(dbPath);
 } else {
-  const { DatabaseSync } = await import("node:sqlite");
-  const db = new DatabaseSync(dbPath);
-  insert = (sql, ...args) => db.prepare(sql).run(...args);
+  db = new (await import("node:sqlite")).DatabaseSync(dbPath);
 }
+const insert = (sql, ...args) => db.prepare(sql).run(...args);
 const parents = { ses_child1: "ses_root", ses_child2: "ses_root" };
 const get = async ({ path }) => ({ data: { id: path.id, parentID: parents[path.id] } });
-const hooks = await (await import(plugin)).RunawayGuard({ client: { session: { get } }, directory: "/proj" });
+const plugin_ = await import(plugin);
+const hooks = await plugin_.RunawayGuard({ client: { session: { get } }, directory: "/proj" });
 const python = process.env.BENCH_PYTHON;
 const ms = () => Number(process.hrtime.bigint()) / 1e6;
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 let clock = 4102444800000;
 let n = 0;
+const MESSAGE = "INSERT INTO message (id, session_id, time_created, time_updated, data)"
+  + " VALUES (?, 'ses_root', ?, ?, ?)";
+const PART = "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data)"
+  + " VALUES (?, ?, 'ses_root', ?, ?, ?)";
+const TOKENS = { input: 800, output: 40, reasoning: 10, cache: { read: 200, write: 0 } };
 function appendStep() {
+  // one step: its assistant message, and the previous call's finished tool part
   n += 1;
   clock += 1000;
-  const data = JSON.stringify({ role: "assistant", cost: 0.00321, modelID: "m", providerID: "p",
-    tokens: { input: 800, output: 40, reasoning: 10, cache: { read: 200, write: 0 } }, time: { created: clock } });
-  insert("INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?, 'ses_root', ?, ?, ?)",
-    `msg_bench${n}`, clock, clock, data);
-  const part = JSON.stringify({ type: "tool", tool: "bash", callID: `call_bench${n - 1}`,
-    state: { status: "completed", input: { command: `echo ${n - 1}` }, output: `${n - 1}\n`, metadata: { exit: 0 } } });
-  insert("INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?, ?, 'ses_root', ?, ?, ?)",
-    `prt_bench${n}`, `msg_bench${n}`, clock, clock, part);
+  const message = { role: "assistant", cost: 0.00321, modelID: "m", providerID: "p",
+    tokens: TOKENS, time: { created: clock } };
+  insert(MESSAGE, `msg_bench${n}`, clock, clock, JSON.stringify(message));
+  const state = { status: "completed", input: { command: `echo ${n - 1}` },
+    output: `${n - 1}\n`, metadata: { exit: 0 } };
+  const part = { type: "tool", tool: "bash", callID: `call_bench${n - 1}`, state };
+  insert(PART, `prt_bench${n}`, `msg_bench${n}`, clock, clock, JSON.stringify(part));
 }
 const tool = () => hooks["tool.execute.before"](
-  { tool: "bash", sessionID: "ses_root", callID: `call_bench${n}` }, { args: { command: `echo ${n}` } });
+  { tool: "bash", sessionID: "ses_root", callID: `call_bench${n}` },
+  { args: { command: `echo ${n}` } });
+const model = { providerID: "p", id: "m" };
 const params = () => hooks["chat.params"](
-  { sessionID: "ses_root", agent: "build", model: { providerID: "p", id: "m" }, message: { id: "msg_user" } }, {});
-const bare = () => new Promise((resolve) => spawn(python, ["-I", "-S", "-c", "pass"]).on("close", resolve));
-const out = {};
-let t = ms(); await params(); out.cold = ms() - t;
+  { sessionID: "ses_root", agent: "build", model, message: { id: "msg_user" } }, {});
+const bare = () => new Promise(
+  (resolve) => spawn(python, ["-I", "-S", "-c", "pass"]).on("close", resolve));
 const timed = async (fn, append) => {
   const xs = [];
-  for (let i = 0; i < calls; i++) { if (append) appendStep(); const t0 = ms(); await fn(); xs.push(ms() - t0); }
+  for (let i = 0; i < calls; i++) {
+    if (append) appendStep();
+    const t0 = ms();
+    await fn();
+    xs.push(ms() - t0);
+  }
   return median(xs);
 };
+const out = {};
+const t = ms();
+await params();
+out.cold = ms() - t;
 out.bare = await timed(bare, false);
 out.tool = await timed(tool, true);
 out.model = await timed(params, true);
@@ -104,10 +116,9 @@ def runtime():
 
 def make_database(path, steps):
     """OpenCode's schema with a root and two child sessions holding `steps` steps in all."""
-    with open(SCHEMA, encoding="utf-8") as handle:
-        schema = "\n".join(line for line in handle.read().splitlines() if "INSERT" not in line)
     db = sqlite3.connect(path)
-    db.executescript(schema)
+    with open(SCHEMA, encoding="utf-8") as handle:
+        db.executescript(handle.read())
     db.execute("PRAGMA journal_mode = WAL")
     sessions = [("ses_root", None), ("ses_child1", "ses_root"), ("ses_child2", "ses_root")]
     for session, parent in sessions:
@@ -153,7 +164,14 @@ def make_database(path, steps):
             db.execute(
                 "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
-                (f"prt_{index:06d}_{number}", message, session, clock, clock + 500, json.dumps(part)),
+                (
+                    f"prt_{index:06d}_{number}",
+                    message,
+                    session,
+                    clock,
+                    clock + 500,
+                    json.dumps(part),
+                ),
             )
     db.commit()
     db.close()
@@ -197,7 +215,9 @@ def bench(steps, calls):
             raise SystemExit(f"harness failed:\n{proc.stdout}\n{proc.stderr}")
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         log = os.path.join(folder, "state", "hook.log")
-        result["fail_open"] = os.path.exists(log) and "fail-open" in open(log).read()
+        if os.path.exists(log):
+            with open(log, encoding="utf-8") as handle:
+                result["fail_open"] = "fail-open" in handle.read()
         return result
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -221,7 +241,7 @@ def main():
             f"| {steps:>5} steps, 3 ses | {bare:>13.1f} ms | {r['tool']:>9.1f} ms "
             f"(+{r['tool'] - bare:>4.1f}) | {r['model']:>8.1f} ms | {r['cold']:>5.0f} ms |"
         )
-        if r["fail_open"]:
+        if r.get("fail_open"):
             print("  (the guard failed open during this run: see its hook.log)")
 
 

@@ -294,15 +294,19 @@ class Store:
     def assistant_messages(self, session_ids=None):
         return [m for m in self.messages(session_ids) if m["data"].get("role") == "assistant"]
 
+    def schema(self):
+        """SQL text that creates OpenCode's own ``session``, ``message`` and ``part`` tables."""
+        rows = self.query(
+            "SELECT sql FROM sqlite_master WHERE name IN ('session', 'message', 'part')"
+        )
+        return "".join(row["sql"].strip() + ";\n" for row in rows)
+
     def dump(self, session_ids, replace=()):
-        """SQL text that rebuilds ``session``, ``message`` and ``part`` (OpenCode's own schema)
-        holding only those sessions' rows; each ``(old, new)`` of ``replace`` is applied to the
-        text (to make temporary paths stable)."""
+        """SQL inserts of those sessions' ``session``, ``message`` and ``part`` rows; each
+        ``(old, new)`` of ``replace`` is applied to the text (to make temporary paths stable)."""
         wanted = set(session_ids)
         lines = []
         for table, key in (("session", "id"), ("message", "session_id"), ("part", "session_id")):
-            (schema,) = self.query("SELECT sql FROM sqlite_master WHERE name = ?", (table,))
-            lines.append(schema["sql"].strip() + ";")
             for row in self.query(f"SELECT * FROM {table} ORDER BY time_created, id"):
                 if row[key] not in wanted:
                     continue
@@ -340,14 +344,8 @@ class OpenCodeRun:
 
     @property
     def events(self):
-        """The ``--format json`` events on stdout (non-JSON lines skipped)."""
-        out = []
-        for line in self.stdout.splitlines():
-            line = line.strip()
-            if line.startswith("{"):
-                with contextlib.suppress(ValueError):
-                    out.append(json.loads(line))
-        return out
+        """The ``--format json`` events on stdout: one JSON object per line."""
+        return [json.loads(line) for line in self.stdout.splitlines() if line.startswith('{"')]
 
     @property
     def session_id(self):

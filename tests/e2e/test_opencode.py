@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 import pytest
-from harness import Person, lines, require_cli
+from harness import CHECK_PY, Person, benign_commands, lines, require_cli
 from opencode_host import COST, MODEL, OpenCodeHome, is_title_request, opencode_bin, run_opencode
 from scripted_model import ScriptedModel, route_by_marker
 
@@ -140,18 +140,10 @@ def test_identical_loop_is_refused_at_the_sixth_call(tmp_path):
 
 
 def test_polls_and_edit_and_retest_are_never_refused(tmp_path):
-    poll = "n=$(cat c 2>/dev/null || echo 0); echo $((n+1)) > c; echo $n"
-    steps = [sh(poll) for _ in range(6)]
-    for v in range(1, 4):
-        steps.append(sh(f"sed -i 's/^v = .*/v = {v}/' check.py"))
-        steps.append(sh("python3 check.py; echo v >> runs.txt"))
-        steps.append(sh("python3 check.py"))
-    steps.append(final())
-    with ScriptedModel(serve([dict(s, delay=0.05) for s in steps])) as model:
+    steps = [dict(sh(command), delay=0.05) for command in benign_commands()] + [final()]
+    with ScriptedModel(serve(steps)) as model:
         opencode = OpenCode(tmp_path, model.url, max_failures=3, max_repeats=3)
-        (opencode.person.project / "check.py").write_text(
-            "import sys\nv = 0\nsys.exit(0 if v >= 3 else 1)\n"
-        )
+        (opencode.person.project / "check.py").write_text(CHECK_PY)
         run = opencode.run()
     assert refusals(run) == []
     assert run.returncode == 0, run.stderr[-3000:]

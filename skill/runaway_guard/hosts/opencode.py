@@ -168,13 +168,25 @@ def _dict(value):
     return value if isinstance(value, dict) else {}
 
 
+def _row(data):
+    """The JSON object a row's `data` holds ({} when it holds anything else)."""
+    try:
+        return _dict(jsonio.loads(data))
+    except ValueError:
+        return {}
+
+
+def _pico(cost):
+    """OpenCode's cost (USD, a float) in picodollars; 0 when it is not a positive number."""
+    if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not 0 < cost < 1e9:
+        return 0
+    return round(cost * 10**12)
+
+
 def _step(book, agent, message_id, data):
     """One model step: OpenCode's cost, else its tokens priced with the table."""
-    try:
-        message = jsonio.loads(data)
-    except ValueError:
-        return
-    if not isinstance(message, dict) or message.get("role") != "assistant":
+    message = _row(data)
+    if message.get("role") != "assistant":
         return
     tokens = _dict(message.get("tokens"))
     cache = _dict(tokens.get("cache"))
@@ -185,40 +197,45 @@ def _step(book, agent, message_id, data):
     provider = text(message.get("providerID")) or ""
     model_id = text(message.get("modelID")) or "unknown"
     model = f"{provider}/{model_id}" if provider else model_id
-    cost = message.get("cost")
-    known = True
-    if isinstance(cost, (int, float)) and not isinstance(cost, bool) and cost > 0:
-        pusd = round(cost * 10**12)
-    elif not (fresh or read or written or output) or provider in FREE_PROVIDERS:
-        pusd = 0
-    elif provider == "anthropic" or "claude" in model_id.lower():
+    pusd, known = _pico(message.get("cost")), True
+    if not pusd and (fresh or read or written or output) and provider not in FREE_PROVIDERS:
+        pusd, known = _table_price(provider, model_id, fresh, read, written, output)
+    book.usage(message_id, agent, model, pusd, known, output, _day(message.get("time")))
+
+
+def _day(times):
+    """The local day a step started (OpenCode stamps milliseconds), else today."""
+    created = number(_dict(times).get("created"))
+    try:
+        return time.strftime("%Y-%m-%d", time.localtime(created / 1000 if created else None))
+    except (OverflowError, ValueError, OSError):
+        return time.strftime("%Y-%m-%d")
+
+
+def _table_price(provider, model_id, fresh, read, written, output):
+    """(picodollars, known) of a step OpenCode did not price, by the table's Claude or OpenAI
+    rules (OpenCode's input excludes cache reads and writes, its output excludes reasoning)."""
+    if provider == "anthropic" or "claude" in model_id.lower():
         usage = {
             "input_tokens": fresh,
             "cache_read_input_tokens": read,
             "cache_creation_input_tokens": written,
             "output_tokens": output,
         }
-        pusd, known = pricing.claude_cost(model_id, usage)
-    else:
-        usage = {
-            "input_tokens": fresh + read + written,
-            "cached_input_tokens": read,
-            "cache_write_input_tokens": written,
-            "output_tokens": output,
-        }
-        pusd, known = pricing.codex_cost(model_id, usage)
-    created = number(_dict(message.get("time")).get("created"))
-    day = time.strftime("%Y-%m-%d", time.localtime(created / 1000)) if created else ""
-    book.usage(message_id, agent, model, pusd, known, output, day or time.strftime("%Y-%m-%d"))
+        return pricing.claude_cost(model_id, usage)
+    usage = {
+        "input_tokens": fresh + read + written,
+        "cached_input_tokens": read,
+        "cache_write_input_tokens": written,
+        "output_tokens": output,
+    }
+    return pricing.codex_cost(model_id, usage)
 
 
 def _tool(book, data):
     """A finished tool call's outcome: a non-zero exit or an error is a failure."""
-    try:
-        part = jsonio.loads(data)
-    except ValueError:
-        return
-    if not isinstance(part, dict) or part.get("type") != "tool":
+    part = _row(data)
+    if part.get("type") != "tool":
         return
     call_id = part.get("callID")
     state = _dict(part.get("state"))

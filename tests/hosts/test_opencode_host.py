@@ -1,6 +1,7 @@
 """OpenCode: the plugin's payloads, the answers, and the reader of OpenCode's SQLite database,
 on the sessions recorded from OpenCode 1.18.33 (tests/fixtures/opencode/)."""
 
+import itertools
 import json
 import sqlite3
 
@@ -14,6 +15,7 @@ from runaway_guard.decisions import DENY, STOP, TELL
 from runaway_guard.hosts import opencode
 
 FIXTURES = ROOT / "tests" / "fixtures" / "opencode"
+SCHEMA = FIXTURES / "schema.sql"  # OpenCode 1.18.33's session, message and part tables
 PICO = 10**12
 NO_LIMITS = {"RUNAWAY_GUARD_MAX_FAILURES": "99", "RUNAWAY_GUARD_MAX_REPEATS": "99"}
 
@@ -23,7 +25,7 @@ def fixture(name, tmp_path):
     folder = FIXTURES / name
     db = tmp_path / f"{name}.db"
     with sqlite3.connect(db) as conn:
-        conn.executescript((folder / "opencode.sql").read_text())
+        conn.executescript(SCHEMA.read_text() + (folder / "opencode.sql").read_text())
     payloads = []
     for line in (folder / "hook_inputs.jsonl").read_text().splitlines():
         payload = json.loads(line)
@@ -158,9 +160,8 @@ def step(message_id, provider, model, cost, fresh, out, read=0, write=0, reasoni
 
 
 def make_db(path, root="ses_root", children=()):
-    schema = (FIXTURES / "subagent" / "opencode.sql").read_text()
     with sqlite3.connect(path) as conn:
-        conn.executescript("\n".join(line for line in schema.splitlines() if "INSERT" not in line))
+        conn.executescript(SCHEMA.read_text())
         for session, parent in [(root, None), *children]:
             conn.execute(
                 "INSERT INTO session (id, project_id, parent_id, slug, directory, title, version,"
@@ -172,20 +173,22 @@ def make_db(path, root="ses_root", children=()):
 
 
 def put_message(db, session, message_id, data, updated):
-    with sqlite3.connect(db) as conn:
-        conn.execute(
-            "INSERT OR REPLACE INTO message (id, session_id, time_created, time_updated, data)"
-            " VALUES (?, ?, 1, ?, ?)",
-            (message_id, session, updated, json.dumps(data)),
-        )
+    put(db, "message", message_id, session, updated, data)
 
 
 def put_part(db, session, part_id, data, updated):
+    put(db, "part", part_id, session, updated, data, message_id="msg")
+
+
+def put(db, table, row_id, session, updated, data, **extra):
+    """Insert or replace one row as OpenCode writes it (``data`` JSON, ``time_updated``)."""
+    row = {"id": row_id, "session_id": session, "time_created": 1, "time_updated": updated}
+    row.update(extra, data=json.dumps(data))
+    columns = ", ".join(row)
+    marks = ", ".join("?" * len(row))
     with sqlite3.connect(db) as conn:
         conn.execute(
-            "INSERT OR REPLACE INTO part (id, message_id, session_id, time_created, time_updated,"
-            " data) VALUES (?, 'msg', ?, 1, ?, ?)",
-            (part_id, session, updated, json.dumps(data)),
+            f"INSERT OR REPLACE INTO {table} ({columns}) VALUES ({marks})", list(row.values())
         )
 
 
@@ -354,15 +357,41 @@ JSON = st.recursive(
     ),
     max_leaves=12,
 )
-KEYS = ("cost", "tokens", "modelID", "providerID", "time", "role")
+EXAMPLES = itertools.count()
+NUMBER = st.integers() | st.floats() | st.sampled_from([0, -1, 10**30, 1e308, 2**63])
+TOKENS = st.fixed_dictionaries(
+    {},
+    optional={
+        "input": NUMBER,
+        "output": NUMBER,
+        "reasoning": NUMBER,
+        "cache": st.fixed_dictionaries({}, optional={"read": NUMBER, "write": NUMBER}) | JSON,
+    },
+)
+FIELDS = {
+    "cost": NUMBER | JSON,
+    "tokens": TOKENS | JSON,
+    "modelID": st.sampled_from(["gpt-5.5", "claude-sonnet-4-6", "x", ""]) | JSON,
+    "providerID": st.sampled_from(["anthropic", "openai", "opencode"]) | JSON,
+    "time": st.fixed_dictionaries({}, optional={"created": NUMBER}) | JSON,
+}
+STATE = st.fixed_dictionaries(
+    {},
+    optional={
+        "status": st.sampled_from(["completed", "error", "running"]) | JSON,
+        "error": st.text(max_size=30) | JSON,
+        "output": st.text(max_size=30) | JSON,
+        "metadata": st.fixed_dictionaries({}, optional={"exit": NUMBER | JSON}) | JSON,
+    },
+)
 
 
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    message=st.fixed_dictionaries({}, optional={k: JSON for k in KEYS}),
-    part=st.fixed_dictionaries({}, optional={"type": JSON, "callID": JSON, "state": JSON}),
+    message=st.fixed_dictionaries({}, optional=FIELDS),
+    part=st.fixed_dictionaries({}, optional={"state": STATE | JSON}),
     payload=st.dictionaries(
         st.sampled_from(
             [
@@ -383,12 +412,11 @@ def test_any_row_or_payload_is_read_without_error(tmp_path, guard_env, message, 
     db = tmp_path / "h.db"
     if not db.exists():
         make_db(db)
-    put_message(db, "ses_root", "m", dict(message, role="assistant"), 5)
-    put_part(db, "ses_root", "p", dict(part, type="tool", callID="call_h"), 5)
-    call = dict(
-        model_call(db), hook_event_name="tool.execute.before", call_id="call_h", tool_name="bash"
-    )
-    guard_env.run(call)
+    n = next(EXAMPLES)
+    call = dict(model_call(db), hook_event_name="tool.execute.before", tool_name="bash")
+    guard_env.run(dict(call, call_id=f"call_{n}", tool_input={"command": str(n)}))
+    put_message(db, "ses_root", f"m{n}", dict(message, role="assistant"), 5)
+    put_part(db, "ses_root", f"p{n}", dict(part, type="tool", callID=f"call_{n}"), 5)
     guard_env.run(model_call(db))
     line = guard_env.run({**payload, "runaway_guard_plugin": "opencode", "database": str(db)})
     assert line == "" or isinstance(json.loads(line), dict)
