@@ -84,14 +84,10 @@ _DROP = (
 
 
 def opencode_bin():
-    """Path of the pinned OpenCode CLI (``RUNAWAY_GUARD_OPENCODE_BIN`` overrides); None if
-    missing."""
-    override = os.environ.get("RUNAWAY_GUARD_OPENCODE_BIN")
-    if override:
-        return override
-    if _DEFAULT_BIN.exists():
-        return str(_DEFAULT_BIN)
-    return None
+    """Path of the pinned OpenCode CLI (``RUNAWAY_GUARD_OPENCODE_BIN`` overrides); None if it
+    is not there."""
+    found = os.environ.get("RUNAWAY_GUARD_OPENCODE_BIN") or str(_DEFAULT_BIN)
+    return found if os.path.exists(found) else None
 
 
 def is_title_request(body):
