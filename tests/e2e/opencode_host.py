@@ -405,19 +405,8 @@ def run_opencode(
         args += ["--print-logs", "--log-level", "INFO"]
     args += list(extra_args)
     args.append(prompt)
+    options = {"cwd": str(home.project), "env": home.env(env), "stdin": subprocess.DEVNULL}
     proc = subprocess.run(
-        args,
-        cwd=str(home.project),
-        env=home.env(env),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=timeout,
-        check=False,
+        args, capture_output=True, text=True, errors="replace", timeout=timeout, **options
     )
-    return OpenCodeRun(
-        args,
-        proc.returncode,
-        proc.stdout.decode("utf-8", "replace"),
-        proc.stderr.decode("utf-8", "replace"),
-        home,
-    )
+    return OpenCodeRun(args, proc.returncode, proc.stdout, proc.stderr, home)
