@@ -220,6 +220,9 @@ def test_installed_in_user_and_project_scope_runs_once(tmp_path):
         run = opencode.run()
     assert opencode.marker() == ["1", "2", "3"], run.stderr[-3000:]
     assert len(refusals(run)) == 3
+    # the note before the limit, appended to the third command's output once: one copy ran
+    outputs = [p["state"].get("output", "") for p in run.store.tool_parts([run.session_id])]
+    assert [o.count("runaway-guard:") for o in outputs[:3]] == [0, 0, 1], outputs
     assert opencode.status(run.session_id)["failures_in_a_row"] == 3
     assert "fail-open" not in opencode.person.hook_log()
     check = opencode.person.check("opencode")

@@ -14,17 +14,20 @@ from guard_env import SKILL
 PLUGIN = SKILL / "runaway_guard" / "hosts" / "opencode_plugin.js"
 NODE = shutil.which("node")
 
-# Loads the plugin twice (as a user and a project install would), then runs the steps given in
-# argv[3] (JSON) against the first instance and prints one JSON result per step.
+# Loads the plugin twice in one instance (as a user and a project install would) and once in
+# another, then runs the steps given in argv[3] (JSON) against the first and prints one JSON
+# result per step.
 HARNESS = r"""
 const [plugin, parentsJson, stepsJson] = process.argv.slice(2);
 const parents = JSON.parse(parentsJson);
 const get = async ({ path }) => ({ data: { id: path.id, parentID: parents[path.id] } });
 const client = { session: { get } };
 const mod = await import(plugin);
-const hooks = await mod.RunawayGuard({ client, directory: "/proj" });
-const again = await mod.RunawayGuard({ client, directory: "/proj" });
-const results = [{ second_instance_hooks: Object.keys(again).length }];
+const ctx = { client, directory: "/proj" };
+const hooks = await mod.RunawayGuard(ctx);
+const again = await mod.RunawayGuard(ctx);  // the same instance: a second install stands down
+const other = await mod.RunawayGuard({ client, directory: "/other" });  // another instance
+const results = [{ second_copy: Object.keys(again).length, other: Object.keys(other).length }];
 for (const [name, input, output] of JSON.parse(stepsJson)) {
   const started = Date.now();
   try {
@@ -133,7 +136,7 @@ def test_payloads_and_obeying_the_answers(tmp_path):
         after,
     ]
     results, payloads, log = run_plugin(tmp_path, steps, answers, parents={"ses_child": "ses_root"})
-    assert results[0] == {"second_instance_hooks": 0}  # installed twice: hooks once
+    assert results[0] == {"second_copy": 0, "other": 4}  # installed twice: hooks once
     assert results[1]["threw"] == "runaway-guard stopped it"
     assert results[2]["threw"] == "runaway-guard: refused"
     assert results[3]["ok"]

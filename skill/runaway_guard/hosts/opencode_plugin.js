@@ -105,9 +105,13 @@ function ask(payload) {
   });
 }
 
-export const RunawayGuard = async ({ client, directory }) => {
-  if (globalThis.__runawayGuardOpencode) return {}; // installed twice (user and project): once
-  globalThis.__runawayGuardOpencode = true;
+export const RunawayGuard = async (ctx) => {
+  // Installed twice (user and project folder): OpenCode hands every plugin of one instance the
+  // same context, so the second copy stands down; another instance (or a reload) gets a new one.
+  const loaded = (globalThis.__runawayGuardOpencode ??= new WeakSet());
+  if (loaded.has(ctx)) return {};
+  loaded.add(ctx);
+  const { client, directory } = ctx;
   const parents = new Map(); // session id -> parent session id ("" for a root)
   const prompts = new Map(); // session id -> the user message its current step answers
   const notes = new Map(); // call id -> a note for the model, appended to the tool's output
