@@ -8,7 +8,7 @@ differs between hosts is in hosts/<name>.py.
 import time
 
 from . import config, controls, hosts, jsonio, ledger, log, wires
-from .calls import MODEL, RESULT, fingerprint
+from .calls import END, MODEL, RESULT, TOOL, fingerprint
 from .decisions import ASK, DENY, STOP, TELL, fit
 
 MAX_INPUT = 16 << 20
@@ -35,10 +35,25 @@ def run(data, environ):
     return host.render(decision)
 
 
+def neutral(data, environ):
+    """The answer that lets a call through unchanged, for when the guard failed: '' for most
+    hosts, an explicit allow for one that blocks a call its hook leaves unanswered (Cursor)."""
+    try:
+        payload = jsonio.loads(data)
+        host = hosts.load(hosts.detect(payload, environ))
+        try:
+            host.call(payload)  # a host may answer differently per event
+        except Exception:
+            pass
+        return host.render(None)
+    except Exception:
+        return ""
+
+
 def _decide(book, call, settings, host):
     """The decision for this call (None: nothing to say), already fitted to the host's rungs."""
     state = book.state
-    if call.tool_use_id and call.tool_use_id in state["answers"]:
+    if call.event == TOOL and call.tool_use_id and call.tool_use_id in state["answers"]:
         seen = state["answers"][call.tool_use_id]  # the same call seen by a second install
         return seen if isinstance(seen, dict) else None
     state["cwd"] = call.cwd or state["cwd"]
@@ -58,13 +73,16 @@ def _decide(book, call, settings, host):
     daily = _daily_spend(state, call, settings)
     if state["off"]:
         return None
+    if call.event == END:
+        return None
     if call.event == RESULT:
         book.outcome(call.agent, call.tool_use_id, call.failed, call.outcome)
         return None
     if call.event == MODEL:
         decision = fit(_before_model(state, settings, daily), host.RUNGS)
-        if decision and not state["blocked"]:  # a cap reached: that is what stopped the run
-            _record_block(state, decision, call.agent)
+        if decision and decision["kind"] == STOP and not state["blocked"]:
+            # a cap first seen here (the response's record came late): status.py says why
+            state["blocked"] = _blocked(decision, call)
         return decision
 
     call_hash = fingerprint([call.tool, call.tool_input])
@@ -85,7 +103,7 @@ def _decide(book, call, settings, host):
 
     if decision and decision["kind"] != TELL:
         book.remember_refusal(call.agent, call.tool_use_id, decision["kind"] == ASK)
-        _record_block(state, decision, call.agent)
+        state["blocked"] = _blocked(decision, call)
     elif control != controls.STATUS:
         state["blocked"] = None
     if call.tool_use_id:
@@ -96,11 +114,11 @@ def _decide(book, call, settings, host):
     return decision
 
 
-def _record_block(state, decision, agent):
-    state["blocked"] = {
+def _blocked(decision, call):
+    return {
         "wire": decision["wire"],
         "kind": decision["kind"],
-        "agent": agent,
+        "agent": call.agent,
         "reason": decision.get("person") or decision["model"],
         "at": time.time(),
     }
