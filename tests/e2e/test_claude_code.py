@@ -304,6 +304,18 @@ def test_an_instant_model_is_stopped_on_time(tmp_path, wire):
     assert claude.status(run.session_id)["blocked"]["wire"] == wire
 
 
+def test_an_instant_models_spend_is_seen_on_time(tmp_path):
+    """$0.585 responses against a $1 cap: the second response crosses it, and its call is the
+    one refused, however fast the model answers (before, one or two more ran)."""
+    claude = Claude(tmp_path, max_usd=1)
+    steps = [bash(f"echo {n} >> ran.txt", "Step", usage=usage(0, 39000)) for n in range(1, 8)]
+    with ScriptedModel({"anthropic": [*steps, text("Ok.")]}) as model:
+        run = claude.run(model)
+    assert claude.marker() == ["1"], run
+    assert run.result["total_cost_usd"] == pytest.approx(1.17, abs=1e-9)
+    assert claude.status(run.session_id)["blocked"]["wire"] == "session"
+
+
 def test_spend_parity_with_total_cost_usd(tmp_path):
     """Several models, two subagents, 1-hour cache writes, web searches, US inference, fast mode
     and an auto-compaction (billed, but not written to the transcript as a response)."""
