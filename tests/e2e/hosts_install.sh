@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Install the pinned host CLIs (Claude Code, Codex) for the end-to-end tests into
+# Install the pinned host CLIs (Claude Code, Codex, Gemini CLI) for the end-to-end tests into
 # tests/e2e/.hosts/ (gitignored). Idempotent: does nothing when the pinned versions are
-# already installed. Prints the binary paths (claude, codex, then ccusage).
+# already installed. Prints the binary paths (claude, codex, ccusage, then gemini).
 #
 # The versions are pinned here rather than in a package.json so that the install prefix stays
 # a throwaway folder: `npm install --prefix tests/e2e/.hosts <pkg>@<version>` writes its own
@@ -11,6 +11,7 @@ set -euo pipefail
 
 CLAUDE_VERSION="2.1.328"
 CODEX_VERSION="0.169.0"
+GEMINI_VERSION="0.61.0"
 # ccusage: the independent Codex cost figure test_codex.py compares with (runs with --offline).
 CCUSAGE_VERSION="20.0.24"
 
@@ -19,6 +20,7 @@ prefix="$here/.hosts"
 claude_bin="$prefix/node_modules/.bin/claude"
 codex_bin="$prefix/node_modules/.bin/codex"
 ccusage_bin="$prefix/node_modules/.bin/ccusage"
+gemini_bin="$prefix/node_modules/.bin/gemini"
 
 installed_version() {
   # $1: package name; prints the installed version or nothing
@@ -29,13 +31,16 @@ installed_version() {
 if [ "$(installed_version @anthropic-ai/claude-code)" != "$CLAUDE_VERSION" ] ||
    [ "$(installed_version @openai/codex)" != "$CODEX_VERSION" ] ||
    [ "$(installed_version ccusage)" != "$CCUSAGE_VERSION" ] ||
-   [ ! -x "$claude_bin" ] || [ ! -x "$codex_bin" ] || [ ! -x "$ccusage_bin" ]; then
+   [ "$(installed_version @google/gemini-cli)" != "$GEMINI_VERSION" ] ||
+   [ ! -x "$claude_bin" ] || [ ! -x "$codex_bin" ] || [ ! -x "$ccusage_bin" ] ||
+   [ ! -x "$gemini_bin" ]; then
   mkdir -p "$prefix"
   npm install --prefix "$prefix" --no-audit --no-fund --save-exact --loglevel=error \
     "@anthropic-ai/claude-code@$CLAUDE_VERSION" "@openai/codex@$CODEX_VERSION" \
-    "ccusage@$CCUSAGE_VERSION" >&2
+    "ccusage@$CCUSAGE_VERSION" "@google/gemini-cli@$GEMINI_VERSION" >&2
 fi
 
 echo "$claude_bin"
 echo "$codex_bin"
 echo "$ccusage_bin"
+echo "$gemini_bin"
