@@ -1,8 +1,10 @@
 """A scripted model server for the end-to-end tests (stdlib only).
 
-Serves the Anthropic Messages API (``POST /v1/messages``, streaming SSE or plain JSON) and the
-OpenAI Responses API (``POST /v1/responses``, rendered by ``responses_sse.render``) on
-127.0.0.1, so the real Claude Code and Codex CLIs can run offline against a script::
+Serves the Anthropic Messages API (``POST /v1/messages``, streaming SSE or plain JSON), the
+OpenAI Responses API (``POST /v1/responses``, rendered by ``responses_sse.render``) and the
+Gemini API (``POST /v1beta/models/<m>:streamGenerateContent`` / ``:generateContent`` /
+``:countTokens``, rendered by ``gemini_api``) on 127.0.0.1, so the real Claude Code, Codex and
+Gemini CLIs can run offline against a script::
 
     with ScriptedModel({"anthropic": [step, ...], "openai": [step, ...]}) as model:
         run_cli(base_url=model.url)
@@ -10,8 +12,10 @@ OpenAI Responses API (``POST /v1/responses``, rendered by ``responses_sse.render
 
 Each API request pops the next step of its list. A step is a dict, or a callable
 ``(body) -> step`` (to react to the request's content; ``body`` is the decoded JSON request
-body, for both APIs). When the list is empty, a plain final text with a small usage is answered
-(``"anthropic_default"`` / ``"openai_default"`` replace it).
+body, for every API). When the list is empty, a plain final text with a small usage is answered
+(``"<api>_default"`` replaces it). The lists are ``"anthropic"``, ``"openai"``, ``"gemini"``
+(streamed agent turns) and ``"gemini_utility"`` (``generateContent``: Gemini CLI's router and
+other utility calls; by default answered with the router's JSON choosing flash).
 
 A scenario may also carry ``"anthropic_route"`` / ``"openai_route"``: a callable
 ``(body) -> step | None`` consulted *before* the list; when it returns a step, that step is
@@ -36,7 +40,8 @@ Anthropic step keys (all optional)::
     id            the message id (default msg_01... counter)
     error         {"status": 529, "type": "overloaded_error", "message": "..."}: answer an error
 
-OpenAI steps are passed to ``responses_sse.render(step, request)`` unchanged (see that module).
+OpenAI steps are passed to ``responses_sse.render(step, request)`` unchanged (see that module),
+Gemini steps to ``gemini_api.render_stream`` / ``render_json`` (see that module).
 """
 
 from __future__ import annotations
@@ -59,6 +64,9 @@ DEFAULT_USAGE = {
 }
 
 FINAL_TEXT = "Done."
+APIS = ("anthropic", "openai", "gemini", "gemini_utility")
+# Gemini CLI's `auto` router asks for {"reasoning", "model_choice"} as JSON text.
+ROUTER_CHOICE = '{"reasoning": "scripted", "model_choice": "flash"}'
 
 _ids = itertools.count(1)
 
@@ -385,6 +393,8 @@ class _Handler(BaseHTTPRequestHandler):
             step = owner.next_step("openai", request)
             request["step"] = step
             self._openai(step, request)
+        elif _gemini().is_gemini_path(path):
+            self._gemini(request)
         else:
             self._not_found(request)
 
@@ -413,24 +423,46 @@ class _Handler(BaseHTTPRequestHandler):
         chunks = render(step, request_body(request))
         self._stream(((0, c) for c in chunks), {"x-request-id": _next_id("req")})
 
+    def _gemini(self, request: dict):
+        api = _gemini()
+        method = api.is_gemini_path(request["path"])
+        body = request_body(request)
+        if method == "count":
+            self._json(200, {"totalTokens": max(1, len(json.dumps(body)) // 4)})
+            return
+        name = "gemini" if method == "stream" else "gemini_utility"
+        step = self.server.owner.next_step(name, request)
+        request["step"] = step
+        if step.get("error"):
+            self._json(*api.error_body(step["error"]))
+            return
+        model = api.model_of(request["path"])
+        if method == "stream":
+            chunks = api.render_stream(step, body, model)
+            self._stream((0, c) for c in chunks)
+        else:
+            self._json(200, api.render_json(step, body, model))
+
+
+def _gemini():
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import gemini_api
+
+    return gemini_api
+
 
 class ScriptedModel:
     """Context manager around the scripted HTTP server; see the module docstring."""
 
     def __init__(self, scenario=None, *, verbose: bool = False, models=None):
         scenario = dict(scenario or {})
-        self.steps = {
-            "anthropic": list(scenario.get("anthropic") or []),
-            "openai": list(scenario.get("openai") or []),
-        }
-        self.routes = {
-            "anthropic": scenario.get("anthropic_route"),
-            "openai": scenario.get("openai_route"),
-        }
-        self.fallback = {
-            "anthropic": scenario.get("anthropic_default") or {"text": FINAL_TEXT},
-            "openai": scenario.get("openai_default") or {"text": FINAL_TEXT},
-        }
+        self.steps = {api: list(scenario.get(api) or []) for api in APIS}
+        self.routes = {api: scenario.get(f"{api}_route") for api in APIS}
+        defaults = {api: {"text": FINAL_TEXT} for api in APIS}
+        defaults["gemini_utility"] = {"text": ROUTER_CHOICE}
+        self.fallback = {api: scenario.get(f"{api}_default") or defaults[api] for api in APIS}
         self.models = list(models or [])
         self.requests: list = []
         self.unknown: list = []
@@ -463,6 +495,9 @@ class ScriptedModel:
         return len(self.steps[api])
 
     def api_requests(self, api: str = "anthropic") -> list:
+        if api.startswith("gemini"):
+            want = ":streamGenerateContent" if api == "gemini" else ":generateContent"
+            return [r for r in self.requests if r["method"] == "POST" and want in r["path"]]
         suffix = "/messages" if api == "anthropic" else "/responses"
         return [r for r in self.requests if r["method"] == "POST" and r["path"].endswith(suffix)]
 
