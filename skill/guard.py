@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""runaway-guard's PreToolUse hook for Claude Code and Codex: reads the hook JSON on stdin.
+"""runaway-guard's hook, for every host it knows: reads the hook JSON on stdin.
 
 Whatever happens it exits 0 and prints nothing or one valid answer; its own errors go to
 hook.log in the state dir as a `fail-open` line, never into a blocked call.

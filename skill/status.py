@@ -2,12 +2,12 @@
 """Where a runaway-guard session stands, and the person's controls over it.
 
     python3 status.py [--session ID] [--json]      the session's spend, caps, wires, forecast
-    python3 status.py --today [--json]             every session of today, both hosts
+    python3 status.py --today [--json]             every session of today, every host
     python3 status.py [--session ID] --raise-cap USD | --clear | --off | --on
 
 Without --session: the session the guard saw last in this project (else anywhere). The logic is
-in runaway_guard/report.py; this file only parses arguments and prints. Exit 0, or 2 for bad
-usage or an unknown session.
+in runaway_guard/ (sessions, report, render, controls); this file parses arguments and prints.
+Exit 0, or 2 for bad usage or an unknown session.
 """
 
 import argparse
@@ -23,7 +23,7 @@ def _parser():
     parser.add_argument("--session", metavar="ID", help="a session id, host:id, or its start")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     actions = parser.add_mutually_exclusive_group()
-    actions.add_argument("--today", action="store_true", help="today's sessions, both hosts")
+    actions.add_argument("--today", action="store_true", help="today's sessions, every host")
     actions.add_argument("--raise-cap", metavar="USD", help="set this session's cap (USD)")
     actions.add_argument("--clear", action="store_true", help="clear failure and loop stops")
     actions.add_argument("--off", action="store_true", help="turn the guard off for the session")
@@ -41,24 +41,24 @@ def _amount(text):
 
 def main(argv=None):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from runaway_guard import config, hook, report
+    from runaway_guard import config, controls, render, report, sessions
 
     args = _parser().parse_args(argv)  # exits 2 on bad usage
     state_dir = config.load(os.getcwd()).state_dir
     try:
         if args.today:
             today = report.today_rows(state_dir)
-            print(report.to_json(today) if args.json else report.render_today(today), end="")
+            print(report.to_json(today) if args.json else render.render_today(today), end="")
             if args.json:
                 print()
             return 0
-        path, state = report.find_session(state_dir, args.session, os.getcwd())
+        path, state = sessions.find_session(state_dir, args.session, os.getcwd())
         action = None
         value = None
         if args.raise_cap is not None:
             value = _amount(args.raise_cap)
             if value is None:
-                raise report.StatusError(
+                raise sessions.StatusError(
                     f"--raise-cap needs an amount in USD above 0, like 40 (got {args.raise_cap!r})"
                 )
             action = "raise-cap"
@@ -69,11 +69,11 @@ def main(argv=None):
         elif args.on:
             action = "on"
         if action:
-            code, message = report.control(state_dir, state, action, value)
+            code, message = controls.apply(state_dir, state, action, value)
             print(message, file=sys.stderr if code else sys.stdout)
             return code
         try:
-            state = hook.refresh(state_dir, state["host"], state["session_id"])
+            state = sessions.refresh(state_dir, state["host"], state["session_id"])
         except Exception as error:  # a status shows what the state holds, even unrefreshed
             print(
                 f"status.py: could not read the newest transcript lines ({error})", file=sys.stderr
@@ -82,9 +82,9 @@ def main(argv=None):
         if args.json:
             print(report.to_json(status))
         else:
-            print(report.render(status), end="")
+            print(render.render(status), end="")
         return 0
-    except report.StatusError as error:
+    except sessions.StatusError as error:
         print(f"status.py: {error}", file=sys.stderr)
         return 2
 

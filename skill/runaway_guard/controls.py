@@ -2,11 +2,14 @@
 
 An agent may run `status.py` to answer "what has this cost?", and nothing the guard has refused
 stands in its way. Raising a cap, clearing a stop or turning the guard off must come from the
-person: on Claude Code the guard asks them; on Codex, which cannot ask, it refuses and gives the
+person: where the host can ask, the guard asks them; where it cannot, it refuses and gives the
 agent the exact command for the person to run in their own terminal.
 """
 
 import os
+
+from . import config, ledger
+from .money import money, suggest_cap, usd
 
 STATUS_SCRIPT = "status.py"
 LOOSENING_FLAGS = ("--raise-cap", "--clear", "--off")
@@ -14,6 +17,19 @@ PLAIN_FLAGS = ("--json", "--today", "--session", "--help", "-h")
 _CHAINING = (";", "&", "|", "`", "$(", ">", "<", "\n")
 
 STATUS, LOOSEN = "status", "loosen"
+
+
+def sh_quote(text):
+    """As shlex.quote (which would import re): quoted for a POSIX shell when it must be."""
+    if text and all(char.isalnum() or char in "@%+=:,./-_" for char in text):
+        return text
+    return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+def status_command():
+    """The status script as a shell command for a person to run."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return f"python3 {sh_quote(os.path.join(here, STATUS_SCRIPT))}"
 
 
 def _mentions_guard(text):
@@ -65,3 +81,59 @@ def _plain_status(command):
         elif word not in PLAIN_FLAGS:
             return False
     return True
+
+
+def apply(state_dir, status_state, action, value=None):
+    """Apply one control to a session under its lock; (exit code, message)."""
+    host, session_id = status_state.get("host"), status_state["session_id"]
+    command = f"{status_command()} --session {sh_quote(session_id)}"
+    with ledger.Ledger(state_dir, host, session_id) as book:
+        # Nothing in here may raise: the Ledger drops a state whose update failed.
+        state = book.state
+        spent = usd(state["spend"]["total"])
+        if action == "raise-cap":
+            if value <= spent:
+                return 2, (
+                    f"Not changed: a cap of {money(value)} is not above what this session has "
+                    f"already spent ({money(spent)}). Give a higher cap, for example:\n"
+                    f"  {command} --raise-cap {suggest_cap(value, spent)}"
+                )
+            old = state.get("cap_usd")
+            state["cap_usd"] = float(value)
+            blocked = state.get("blocked")
+            if isinstance(blocked, dict) and blocked.get("wire") == "session":
+                state["blocked"] = None
+            before = f" (was {money(old)})" if isinstance(old, (int, float)) else ""
+            return 0, (
+                f"This session's cap is now {money(value)}{before}; {money(spent)} is spent, "
+                f"{money(value - spent)} left. The agent can go on: send it a new prompt."
+            )
+        if action == "clear":
+            agents = state["agents"]
+            for record in agents.values():
+                ledger.reset_agent(record)
+            state["blocked"] = None
+            message = (
+                f"Cleared: the failure runs and loop counts of {len(agents)} "
+                f"agent{'s' if len(agents) != 1 else ''} start again from zero. "
+                "The agent can go on: send it a new prompt."
+            )
+            cap = state.get("cap_usd")
+            if cap is None:
+                cap = config.load(state.get("cwd") or None).max_usd
+            if cap and spent >= cap:
+                message += (
+                    f"\nThe spend cap still holds ({money(spent)} of {money(cap)}); "
+                    f"to go past it: {command} --raise-cap {suggest_cap(cap, spent)}"
+                )
+            return 0, message
+        if action in ("off", "on"):
+            state["off"] = action == "off"
+            if action == "off":
+                state["blocked"] = None
+                return 0, (
+                    "The guard is off for this session: it keeps counting spend but refuses "
+                    f"nothing. Turn it back on with: {command} --on"
+                )
+            return 0, "The guard is on again for this session."
+    return 2, f"unknown control {action!r}"

@@ -1,26 +1,17 @@
-"""One tool call through the guard: read what is new, update the ledger, decide, answer.
+"""One hook call through the guard: read what is new, update the ledger, decide, answer.
 
-host → detect → config → lock the session → read the transcripts' new bytes → ledger → wires
-→ write state → the host's answer (or nothing).
+payload → the host's module → config → lock the session → read the session files' new bytes →
+ledger → wires → write state → the host's answer (or nothing). No host is named here: what
+differs between hosts is in hosts/<name>.py.
 """
 
-import os
 import time
 
 from . import config, controls, hosts, jsonio, ledger, log, wires
-from .transcripts import fingerprint
+from .calls import MODEL, RESULT, fingerprint
+from .decisions import ASK, DENY, STOP, TELL, fit
 
 MAX_INPUT = 16 << 20
-GUARDED = (hosts.CLAUDE, hosts.CODEX)
-
-
-def _reader(host):
-    """The host's transcript reader, imported alone: every call pays for what it imports."""
-    if host == hosts.CLAUDE:
-        from .transcripts import claude as reader
-    else:
-        from .transcripts import codex as reader
-    return reader
 
 
 def run(data, environ):
@@ -30,23 +21,23 @@ def run(data, environ):
     payload = jsonio.loads(data)
     if not isinstance(payload, dict):
         raise ValueError("hook input is not a JSON object")
-    host = hosts.detect(payload, environ)
-    if host not in GUARDED:
-        return hosts.render(host, None)
-    call = hosts.Call(payload, host)
-    if not call.session_id:
-        return ""
+    host = hosts.load(hosts.detect(payload, environ))
+    call = host.call(payload)
+    if call is None or not call.session_id:
+        return host.render(None)
     settings = config.load(call.cwd, environ)
     if settings.off:
-        return ""
-    with ledger.Ledger(settings.state_dir, host, call.session_id) as book:
-        return _decide(book, call, settings)
+        return host.render(None)
+    with ledger.Ledger(settings.state_dir, call.host, call.session_id) as book:
+        return host.render(_decide(book, call, settings, host))
 
 
-def _decide(book, call, settings):
+def _decide(book, call, settings, host):
+    """The decision for this call (None: nothing to say), already fitted to the host's rungs."""
     state = book.state
     if call.tool_use_id and call.tool_use_id in state["answers"]:
-        return state["answers"][call.tool_use_id]  # the same call seen by a second install
+        seen = state["answers"][call.tool_use_id]  # the same call seen by a second install
+        return seen if isinstance(seen, dict) else None
     state["cwd"] = call.cwd or state["cwd"]
     if state.get("problems", []) != settings.problems:
         state["problems"] = settings.problems  # status.py shows them; fixed ones disappear
@@ -59,45 +50,58 @@ def _decide(book, call, settings):
             state["blocked"] = None
         state["prompt"] = call.prompt_id
 
-    has_transcript = _reader(call.host).sync(book, call)
+    has_transcript = host.sync(book, call)
     daily = _daily_spend(state, call, settings)
     if state["off"]:
-        return ""
+        return None
+    if call.event == RESULT:
+        book.outcome(call.agent, call.tool_use_id, call.failed, call.outcome)
+        return None
+    if call.event == MODEL:
+        return fit(_before_model(state, settings, daily), host.RUNGS)
 
     call_hash = fingerprint([call.tool, call.tool_input])
     control = controls.classify(call, settings.state_dir, settings.user_path)
     if control == controls.STATUS:
         decision = None
     elif control == controls.LOOSEN:
-        decision = _loosen_decision(call)
+        decision = fit(_loosen_decision(call), host.RUNGS)
     else:
-        decision = _wires(book, call, call_hash, settings, daily)
+        decision = fit(_wires(book, call, call_hash, settings, daily), host.RUNGS)
 
     if control == controls.STATUS:
         pass  # a status call is invisible to the wires: it must not break a failure run or loop
     elif call.tool_use_id and has_transcript:
         book.call(call.agent, call.tool_use_id, call_hash)
-    elif not has_transcript and not (decision and decision["kind"] in (hosts.DENY, hosts.STOP)):
+    elif not has_transcript and not (decision and decision["kind"] in (DENY, STOP)):
         book.complete_unseen(call.agent, call_hash)
 
-    if decision and decision["kind"] != hosts.TELL:
-        asked = decision["kind"] == hosts.ASK and call.host == hosts.CLAUDE
-        book.remember_refusal(call.agent, call.tool_use_id, asked)
+    if decision and decision["kind"] != TELL:
+        book.remember_refusal(call.agent, call.tool_use_id, decision["kind"] == ASK)
         state["blocked"] = {
             "wire": decision["wire"],
+            "kind": decision["kind"],
             "agent": call.agent,
             "reason": decision.get("person") or decision["model"],
             "at": time.time(),
         }
     elif control != controls.STATUS:
         state["blocked"] = None
-    answer = hosts.render(call.host, decision)
     if call.tool_use_id:
         answers = state["answers"]
-        answers[call.tool_use_id] = answer
+        answers[call.tool_use_id] = decision
         while len(answers) > 64:
             del answers[next(iter(answers))]
-    return answer
+    return decision
+
+
+def _before_model(state, settings, daily):
+    """Before a paid model request: stop the run if a cap is reached or the guard ended it."""
+    blocked = state["blocked"]
+    if blocked and blocked.get("kind") == STOP:
+        return {"kind": STOP, "wire": blocked["wire"], "model": blocked["reason"]}
+    caps = _spend_wires(state, settings, daily, tool="", warned={})
+    return wires.strongest([cap for cap in caps if cap and cap["kind"] == STOP])
 
 
 def _daily_spend(state, call, settings):
@@ -113,42 +117,46 @@ def _daily_spend(state, call, settings):
     return mine
 
 
-def _wires(book, call, call_hash, settings, daily):
-    state = book.state
-    record = book.agent(call.agent)
-    spent = state["spend"]["total"]
+def _spend_wires(state, settings, daily, tool, warned):
     cap = state["cap_usd"] if state["cap_usd"] is not None else settings.max_usd
-    status = status_command()
+    status = controls.status_command()
+    return [
+        wires.spend_wire(
+            state["spend"]["total"],
+            cap,
+            settings.warn_at,
+            warned,
+            "session",
+            tool,
+            f"{status} --raise-cap <USD>",
+        ),
+        wires.spend_wire(
+            daily,
+            settings.daily_usd,
+            settings.warn_at,
+            warned,
+            "daily",
+            tool,
+            "set RUNAWAY_GUARD_DAILY_USD or daily_usd in ~/.config/runaway-guard/config.json",
+        ),
+    ]
+
+
+def _wires(book, call, call_hash, settings, daily):
+    record = book.agent(call.agent)
     return wires.strongest(
         [
             wires.failure_wire(record, settings.max_failures),
             wires.loop_wire(record, call_hash, settings.max_repeats),
-            wires.spend_wire(
-                spent,
-                cap,
-                settings.warn_at,
-                state["warned"],
-                "session",
-                call.tool,
-                f"{status} --raise-cap <USD>",
-            ),
-            wires.spend_wire(
-                daily,
-                settings.daily_usd,
-                settings.warn_at,
-                state["warned"],
-                "daily",
-                call.tool,
-                "set RUNAWAY_GUARD_DAILY_USD or daily_usd in ~/.config/runaway-guard/config.json",
-            ),
+            *_spend_wires(book.state, settings, daily, call.tool, book.state["warned"]),
         ]
     )
 
 
 def _loosen_decision(call):
-    command = call.command or f"{status_command()} --raise-cap <USD>"
+    command = call.command or f"{controls.status_command()} --raise-cap <USD>"
     return {
-        "kind": hosts.ASK if call.host == hosts.CLAUDE else hosts.DENY,
+        "kind": ASK,
         "wire": "control",
         "model": (
             "runaway-guard: only the user can loosen the guard's limits. Do not retry; ask the "
@@ -159,32 +167,3 @@ def _loosen_decision(call):
             f"{command} — allow it only if you asked for this."
         ),
     }
-
-
-def status_command():
-    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "status.py")
-    return f"python3 '{script}'"
-
-
-class _KnownSession:
-    """The reader's view of a session the guard already follows, outside a tool call."""
-
-    def __init__(self, state, main):
-        self.session_id = state["session_id"]
-        self.transcript_path = main
-        self.agent = "main"
-
-
-def refresh(state_dir, host, session_id):
-    """The session's state after reading what its host wrote since the guard's last call.
-
-    The guard reads at tool calls, so it has not yet seen a run's final response, nor Claude
-    Code's end-of-run cost record that settles a compaction estimate: a status asked right
-    after a run reads them first, so it shows what the host itself would.
-    """
-    with ledger.Ledger(state_dir, host, session_id) as book:
-        files = book.state["files"]
-        main = next((p for p, e in files.items() if e.get("agent") == "main"), None)
-        if main and host in GUARDED:
-            _reader(host).sync(book, _KnownSession(book.state, main))
-        return book.state

@@ -356,6 +356,19 @@ class Ledger:
         record["hist"].append([call_hash, outcome])
         del record["hist"][:-24]
 
+    def outcome(self, agent, tool_use_id, failed, outcome):
+        """An outcome a post-tool hook reported (the host's files show it late, or never)."""
+        if tool_use_id in self._pending_owner:
+            self.result(tool_use_id, "fail" if failed else "ok", outcome)
+            return
+        if tool_use_id in self.state["denied"]:
+            return  # the guard's own refusal: the call never ran
+        record = self.agent(agent)
+        hist = record["hist"]
+        if hist and hist[-1][1] is None:
+            hist[-1][1] = outcome
+        record["fails"] = record["fails"] + 1 if failed else 0
+
     def complete_unseen(self, agent, call_hash):
         """With no transcript to read, a call is its own outcome: the loop wire still works."""
         record = self.agent(agent)

@@ -14,7 +14,6 @@ import os
 
 from . import jsonio
 
-PICO_PER_USD = 10**12
 _PICO_PER_MTOK_USD = 10**6  # $1 per million tokens = 1e6 picodollars per token
 
 _CLAUDE_FIELDS = ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read")
@@ -27,11 +26,6 @@ _ITERATION_KEYS = (
 )
 
 _tables = None
-
-
-def usd(picodollars: int) -> float:
-    """For display and JSON only: sums stay in integer picodollars."""
-    return picodollars / PICO_PER_USD
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,18 +7,11 @@ day: a warning at a share of the cap (no new subagents from then on), at the cap
 refused and the turn ended. references/how-it-decides.md says the same for people.
 """
 
-from .hosts import ASK, DENY, SPAWN_TOOLS, STOP, STRENGTH, TELL
+from .calls import SPAWN_TOOLS
+from .decisions import ASK, DENY, STOP, STRENGTH, TELL
+from .money import PICO, money, usd
 
-PICO = 10**12
 LOOP_PERIODS = (1, 2, 3, 4)
-
-
-def usd(picodollars):
-    return picodollars / PICO
-
-
-def money(value):
-    return f"${value:,.2f}"
 
 
 def loop_repeats(hist, call_hash):

@@ -58,11 +58,11 @@ def check_answer(answer, host):
     assert "\n" not in answer
     value = json.loads(answer)
     assert isinstance(value, dict)
-    if host == hosts.CURSOR:
+    if host == "cursor":
         assert value == {}
-    elif host == hosts.COPILOT:
+    elif host == "copilot":
         raise AssertionError(f"Copilot gets no answer, got {answer}")
-    elif host == hosts.CODEX:
+    elif host == "codex":
         assert list(value) == ["hookSpecificOutput"]
         specific = value["hookSpecificOutput"]
         assert specific["hookEventName"] == "PreToolUse"
@@ -524,7 +524,7 @@ def test_fifo_among_session_files_does_not_hang(tmp_path):
     payload = {**base_payload(tmp_path, "codex"), "transcript_path": str(rollout)}
     payload["session_id"] = rollout.stem[-36:]
     out = run_process(json.dumps(payload).encode(), environ, timeout=20)
-    check_answer(out.strip(), hosts.CODEX)
+    check_answer(out.strip(), "codex")
     # Claude Code: FIFOs as a subagent file and as an old-layout sibling agent file.
     main = tmp_path / "claude" / "s1.jsonl"
     jsonl(main, [assistant("m1", version="2.0.50")])
@@ -533,7 +533,7 @@ def test_fifo_among_session_files_does_not_hang(tmp_path):
     os.mkfifo(tmp_path / "claude" / "agent-g.jsonl")
     payload = {**base_payload(tmp_path, "claude"), "transcript_path": str(main), "session_id": "s1"}
     out = run_process(json.dumps(payload).encode(), environ, timeout=20)
-    check_answer(out.strip(), hosts.CLAUDE)
+    check_answer(out.strip(), "claude")
     # ... and the session is still counted: a stray FIFO does not switch the guard off.
     with ledger.Ledger(environ["RUNAWAY_GUARD_STATE_DIR"], "claude", "s1") as book:
         assert "m1" in book.state["recent"]
@@ -686,7 +686,7 @@ def test_32_parallel_calls_on_one_session(tmp_path):
         for child, _ in children:
             assert child.wait(timeout=60) == 0
             assert child.stderr.read() == b""
-            check_answer(child.stdout.read().decode().strip(), hosts.CLAUDE)
+            check_answer(child.stdout.read().decode().strip(), "claude")
             child.stdout.close()
             child.stderr.close()
     finally:

@@ -72,6 +72,17 @@ def home(tmp_path: Path) -> Path:
     return folder
 
 
+def with_clis(env: dict, folder: Path, *names: str) -> dict:
+    """env with a PATH on which stand-in CLIs of these hosts are found."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name in names:
+        cli = bin_dir / name
+        cli.write_text("#!/bin/sh\n")
+        cli.chmod(0o755)
+    return {**env, "PATH": str(bin_dir)}
+
+
 def run(argv, env, source: Path):
     """main() in-process: (exit code, stdout text)."""
     out = io.StringIO()
@@ -390,7 +401,7 @@ def test_shared_group_keeps_added_keys(tmp_path, source, home):
 
 
 def test_dry_run_writes_nothing(tmp_path, source, home):
-    env = {"HOME": str(home)}
+    env = with_clis({"HOME": str(home)}, tmp_path, "claude", "codex")
     code, out = run(["--host", "all", "--dry-run"], env, source)
     assert code == 0
     assert list(home.iterdir()) == []
@@ -463,6 +474,21 @@ def test_env_overrides_and_project_default(tmp_path, source, home, monkeypatch):
     assert "trusted project" in out and ".gitignore" in out
 
 
+def test_host_all_means_the_hosts_found_here(tmp_path, source, home, capsys):
+    env = {"HOME": str(home)}
+    assert run(["--host", "all"], env, source)[0] == 2
+    assert "no coding agent found" in capsys.readouterr().err
+    assert list(home.iterdir()) == []
+    code, out = run(["--host", "all"], with_clis(env, tmp_path, "codex"), source)
+    assert code == 0
+    assert "found on this machine: Codex\nNot found (skipped): Claude Code" in out
+    assert guard_handlers(parse(home / ".codex" / "hooks.json"))
+    assert not (home / ".claude").exists()
+    (home / ".claude").mkdir()  # a host's folder counts as found too
+    code, out = run(["--host", "all"], env, source)
+    assert code == 0 and guard_handlers(parse(home / ".claude" / "settings.json"))
+
+
 def test_bad_usage_exit_2(tmp_path, source, home):
     env = {"HOME": str(home)}
     assert run(["--host", "vim"], env, source)[0] == 2
@@ -478,7 +504,9 @@ def test_missing_source_is_an_error(tmp_path, home):
 
 
 def test_next_steps_message(tmp_path, source, home):
-    code, out = run(["--host", "all"], {"HOME": str(home)}, source)
+    code, out = run(
+        ["--host", "all"], with_clis({"HOME": str(home)}, tmp_path, "claude", "codex"), source
+    )
     assert code == 0
     for needle in (
         "restart",
@@ -537,6 +565,7 @@ def test_sh_quote_round_trips():
 
 def test_check_reports_a_broken_hook(tmp_path, source, home):
     env = {"HOME": str(home), "PATH": os.environ.get("PATH", "")}
+    env["PATH"] += os.pathsep + with_clis({}, tmp_path, "claude", "codex")["PATH"]
     pydir = tmp_path / "venv" / "bin"
     pydir.mkdir(parents=True)
     python = pydir / "python3"

@@ -11,7 +11,7 @@ from guard_env import ROOT, jsonl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from runaway_guard import hosts, ledger
-from runaway_guard.transcripts import claude, codex
+from runaway_guard.calls import Call
 
 CODEX_FIXTURES = ROOT / "tests" / "fixtures" / "codex"
 # Expected totals from the scripted usage (tests/fixtures/codex/NOTES.md), agreed by ccusage.
@@ -75,12 +75,8 @@ def test_codex_subagents_are_found_and_attributed(guard_env, tmp_path):
     assert len(by_agent) == 3 and by_agent["main"] == round(0.066250 * 1e12)
 
 
-class FakeCall:
-    def __init__(self, host, session_id, transcript_path):
-        self.host = host
-        self.session_id = session_id
-        self.transcript_path = str(transcript_path)
-        self.agent = "main"
+def FakeCall(host, session_id, transcript_path):
+    return Call(host, session_id, transcript_path=str(transcript_path))
 
 
 def claude_session(folder):
@@ -107,9 +103,8 @@ def claude_session(folder):
 
 
 def sync_once(state_dir, host, call):
-    reader = claude if host == hosts.CLAUDE else codex
     with ledger.Ledger(str(state_dir), host, call.session_id) as book:
-        reader.sync(book, call)
+        hosts.load(host).sync(book, call)
         return book.state["spend"]
 
 
@@ -140,8 +135,8 @@ fractions = st.lists(st.floats(0, 1), min_size=1, max_size=50)
 def test_claude_pieces_equal_one_read(tmp_path_factory, cuts):
     tmp = tmp_path_factory.mktemp("pieces")
     files = claude_session(tmp / "proj")
-    whole = sync_once(tmp / "whole", hosts.CLAUDE, FakeCall(hosts.CLAUDE, "s1", files[0]))
-    assert read_in_pieces(tmp, files, cuts, hosts.CLAUDE, "s1", files[0]) == whole
+    whole = sync_once(tmp / "whole", "claude", FakeCall("claude", "s1", files[0]))
+    assert read_in_pieces(tmp, files, cuts, "claude", "s1", files[0]) == whole
     assert set(whole["agent"]) == {"main", "a1", "a2"}
 
 
@@ -155,9 +150,9 @@ def test_codex_pieces_equal_one_read(tmp_path_factory, cuts):
     main = next(Path(p["transcript_path"]) for p in inputs if "agent_id" not in p)
     rollouts.sort(key=lambda path: path != main)
     session_id = inputs[0]["session_id"]
-    whole = sync_once(tmp / "whole", hosts.CODEX, FakeCall(hosts.CODEX, session_id, main))
+    whole = sync_once(tmp / "whole", "codex", FakeCall("codex", session_id, main))
     assert whole["total"] == round(CODEX_EXPECTED["subagent"] * 1e12)
-    assert read_in_pieces(tmp, rollouts, cuts, hosts.CODEX, session_id, main) == whole
+    assert read_in_pieces(tmp, rollouts, cuts, "codex", session_id, main) == whole
 
 
 def test_one_response_priced_once_at_its_largest_output(tmp_path):
@@ -171,49 +166,49 @@ def test_one_response_priced_once_at_its_largest_output(tmp_path):
             assistant("m", model="claude-opus-4-8", use=usage(inp=4, out=3, cw1h=1843, read=48210)),
         ],
     )
-    spend = sync_once(tmp_path / "state", hosts.CLAUDE, FakeCall(hosts.CLAUDE, "s1", main))
+    spend = sync_once(tmp_path / "state", "claude", FakeCall("claude", "s1", main))
     # research/claude-code.md example B: (4×5 + 1843×10 + 48210×0.5 + 412×25) / 1e6
     assert spend["total"] == round((4 * 5 + 1843 * 10 + 48210 * 0.5 + 412 * 25) * 1e6)
 
 
 def test_rewrite_after_compaction_neither_drops_nor_doubles(tmp_path):
     files = claude_session(tmp_path / "proj")
-    call = FakeCall(hosts.CLAUDE, "s1", files[0])
-    before = sync_once(tmp_path / "state", hosts.CLAUDE, call)
+    call = FakeCall("claude", "s1", files[0])
+    before = sync_once(tmp_path / "state", "claude", call)
     # Claude Code rewrites a large transcript keeping only what follows the compaction.
     lines = files[0].read_bytes().splitlines(keepends=True)
     files[0].write_bytes(b"".join(lines[-9:]))
     os.utime(files[0])
-    assert sync_once(tmp_path / "state", hosts.CLAUDE, call) == before
+    assert sync_once(tmp_path / "state", "claude", call) == before
     jsonl(files[0], [assistant("after", model="claude-opus-4-8")])
-    after = sync_once(tmp_path / "state", hosts.CLAUDE, call)
+    after = sync_once(tmp_path / "state", "claude", call)
     assert after["total"] == before["total"] + round((3 * 5 + 10 * 25) * 1e6)
 
 
 def test_replaced_file_and_deleted_subagent_keep_what_was_counted(tmp_path):
     files = claude_session(tmp_path / "proj")
-    call = FakeCall(hosts.CLAUDE, "s1", files[0])
-    before = sync_once(tmp_path / "state", hosts.CLAUDE, call)
+    call = FakeCall("claude", "s1", files[0])
+    before = sync_once(tmp_path / "state", "claude", call)
     files[1].unlink()
     replacement = tmp_path / "proj" / "new.jsonl"
     replacement.write_bytes(files[0].read_bytes())
     os.replace(replacement, files[0])  # a new inode with the same content
-    assert sync_once(tmp_path / "state", hosts.CLAUDE, call) == before
+    assert sync_once(tmp_path / "state", "claude", call) == before
 
 
 @pytest.mark.parametrize("damage", [b"{not json", b"[]", b'{"v": 1}', b'{"v": 999, "files": {}}'])
 def test_corrupt_state_is_rebuilt_from_the_ledger(tmp_path, damage):
     files = claude_session(tmp_path / "proj")
-    call = FakeCall(hosts.CLAUDE, "s1", files[0])
-    before = sync_once(tmp_path / "state", hosts.CLAUDE, call)
+    call = FakeCall("claude", "s1", files[0])
+    before = sync_once(tmp_path / "state", "claude", call)
     state_file = next((tmp_path / "state" / "sessions" / "claude").glob("*.json"))
     state_file.write_bytes(damage)
-    assert sync_once(tmp_path / "state", hosts.CLAUDE, call) == before
+    assert sync_once(tmp_path / "state", "claude", call) == before
 
 
 def test_state_files_are_private(tmp_path):
     files = claude_session(tmp_path / "proj")
-    sync_once(tmp_path / "state", hosts.CLAUDE, FakeCall(hosts.CLAUDE, "s1", files[0]))
+    sync_once(tmp_path / "state", "claude", FakeCall("claude", "s1", files[0]))
     folder = tmp_path / "state" / "sessions" / "claude"
     assert (tmp_path / "state").stat().st_mode & 0o777 == 0o700
     for path in folder.iterdir():

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from claude_records import pre_tool_use
 from guard_env import ROOT, SKILL
-from runaway_guard import hosts, ledger
+from runaway_guard import ledger
 from test_ledger import FakeCall, sync_once
 
 FIXTURES = ROOT / "tests" / "fixtures" / "claude"
@@ -27,9 +27,7 @@ def recorded(name, tmp_path):
 @pytest.mark.parametrize("name", EXACT)
 def test_spend_equals_claude_codes_own_total(tmp_path, name):
     main, result = recorded(name, tmp_path)
-    spend = sync_once(
-        tmp_path / "state", hosts.CLAUDE, FakeCall(hosts.CLAUDE, result["session_id"], main)
-    )
+    spend = sync_once(tmp_path / "state", "claude", FakeCall("claude", result["session_id"], main))
     assert abs(spend["total"] / 1e12 - result["total_cost_usd"]) < 1e-6
 
 
@@ -43,7 +41,7 @@ def test_parity_through_the_hook_with_subagents_fast_mode_us_and_web_search(guar
     assert any(u.get("cache_creation", {}).get("ephemeral_1h_input_tokens") for u in usages)
     assert list(main.parent.glob(f"{result['session_id']}/subagents/agent-*.jsonl"))
     guard_env.run(pre_tool_use(main, "toolu_parity", session=result["session_id"]))
-    with ledger.Ledger(str(guard_env.state_dir), hosts.CLAUDE, result["session_id"]) as book:
+    with ledger.Ledger(str(guard_env.state_dir), "claude", result["session_id"]) as book:
         spend = book.state["spend"]
     assert abs(spend["total"] / 1e12 - result["total_cost_usd"]) < 1e-6
     assert len(spend["agent"]) == 2 and len(spend["model"]) == 2
@@ -60,18 +58,18 @@ def test_compaction_estimated_then_reconciled_run_by_run(tmp_path):
         json.loads((FIXTURES / "compaction" / f"result.{n}.json").read_text()) for n in (1, 2, 3)
     ]
     assert len(cost_states) == len(per_run) == 3 and len(boundaries) == 2
-    call = FakeCall(hosts.CLAUDE, result["session_id"], main)
+    call = FakeCall("claude", result["session_id"], main)
     state = tmp_path / "state"
 
     # Before the first cost-state: the transcript alone, plus an estimate for the compaction.
     main.write_bytes(b"".join(lines[: boundaries[0]]))
-    plain = sync_once(state, hosts.CLAUDE, call)["total"]
+    plain = sync_once(state, "claude", call)["total"]
     main.write_bytes(b"".join(lines[: boundaries[0] + 1]))
-    estimated = sync_once(state, hosts.CLAUDE, call)["total"]
+    estimated = sync_once(state, "claude", call)["total"]
     assert estimated > plain
     for end, run in zip(cost_states, per_run):
         main.write_bytes(b"".join(lines[: end + 1]))
-        spend = sync_once(state, hosts.CLAUDE, call)
+        spend = sync_once(state, "claude", call)
         assert abs(spend["total"] / 1e12 - run["total_cost_usd"]) < 1e-6
         assert sum(spend["model"].values()) == sum(spend["agent"].values()) == spend["total"]
 
@@ -80,7 +78,7 @@ def test_unknown_model_is_priced_dearer_than_claude_code_and_reported(guard_env,
     main, result = recorded("unknown_model", tmp_path)
     session = result["session_id"]
     guard_env.run(pre_tool_use(main, "toolu_unknown", "Read", {"file_path": "/x"}, session))
-    with ledger.Ledger(str(guard_env.state_dir), hosts.CLAUDE, session) as book:
+    with ledger.Ledger(str(guard_env.state_dir), "claude", session) as book:
         state = book.state
     assert state["unpriced"] == ["claude-nova-9"]
     assert state["spend"]["total"] / 1e12 >= result["total_cost_usd"]
@@ -109,11 +107,11 @@ def test_compaction_reconciled_across_a_lost_state(tmp_path):
     main, result = recorded("compaction", tmp_path)
     lines = main.read_bytes().splitlines(keepends=True)
     cost_states = [i for i, line in enumerate(lines) if b'"type":"cost-state"' in line]
-    call = FakeCall(hosts.CLAUDE, result["session_id"], main)
+    call = FakeCall("claude", result["session_id"], main)
     state = tmp_path / "state"
     main.write_bytes(b"".join(lines[: cost_states[0] + 1]))
-    sync_once(state, hosts.CLAUDE, call)
+    sync_once(state, "claude", call)
     next((state / "sessions" / "claude").glob("*.json")).write_text("{damaged")
     main.write_bytes(b"".join(lines))
-    spend = sync_once(state, hosts.CLAUDE, call)
+    spend = sync_once(state, "claude", call)
     assert abs(spend["total"] / 1e12 - result["total_cost_usd"]) < 1e-6

@@ -19,11 +19,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "skill"))
 
 from runaway_guard import pricing  # noqa: E402
+from runaway_guard.money import usd  # noqa: E402
 from runaway_guard.pricing import (  # noqa: E402
     claude_cost,
     codex_cost,
     normalize_model,
-    usd,
 )
 
 PRICES = json.loads((ROOT / "skill" / "runaway_guard" / "prices.json").read_text())

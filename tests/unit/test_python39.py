@@ -53,7 +53,8 @@ def test_guard_status_and_installer_on_python_39(tmp_path, guard_env):
     )
     assert abs(json.loads(status.stdout)["spend_usd"] - result["total_cost_usd"]) < 1e-6
     home = tmp_path / "home39"
-    home.mkdir()
+    for host_folder in (".claude", ".codex"):
+        (home / host_folder).mkdir(parents=True)
     install = subprocess.run(
         [python, str(ROOT / "installer" / "install.py"), "--host", "all"],
         capture_output=True,

@@ -510,7 +510,7 @@ def test_today_lists_both_hosts(world):
     assert data["daily_spend_usd"] == pytest.approx(sum(r["today_usd"] for r in data["sessions"]))
     code, out, _ = world.status("--today")
     assert code == 0
-    assert "claude c-today" in out and "codex  x-today" in out
+    assert "claude   c-today" in out and "codex    x-today" in out
 
 
 # -- the person's controls from status.py

@@ -4,7 +4,7 @@ import json
 
 from claude_records import assistant, usage
 from guard_env import jsonl
-from runaway_guard import hosts, ledger
+from runaway_guard import ledger
 from test_ledger import CODEX_EXPECTED, FakeCall, codex_session, sync_once
 
 OPUS_ROW = (3 * 5 + 10 * 25) * 10**6  # usage() priced at claude-opus-4-8, in picodollars
@@ -20,7 +20,7 @@ def test_sidechain_records_in_the_main_file_are_their_agents_spend(tmp_path):
             assistant("m3", model="claude-opus-4-8", isSidechain=True, agentId="ag1"),
         ],
     )
-    spend = sync_once(tmp_path / "state", hosts.CLAUDE, FakeCall(hosts.CLAUDE, "s1", main))
+    spend = sync_once(tmp_path / "state", "claude", FakeCall("claude", "s1", main))
     assert spend["agent"] == {"main": OPUS_ROW, "ag1": 2 * OPUS_ROW}
 
 
@@ -30,16 +30,16 @@ def test_sibling_agent_files_of_older_versions_belong_by_session_id(tmp_path):
     jsonl(tmp_path / "agent-a1.jsonl", [assistant("a1", model="claude-opus-4-8", sessionId="s1")])
     other = assistant("x1", model="claude-opus-4-8", sessionId="another-session")
     jsonl(tmp_path / "agent-b2.jsonl", [other])
-    spend = sync_once(tmp_path / "state", hosts.CLAUDE, FakeCall(hosts.CLAUDE, "s1", main))
+    spend = sync_once(tmp_path / "state", "claude", FakeCall("claude", "s1", main))
     assert spend["agent"] == {"main": OPUS_ROW, "a1": OPUS_ROW}
 
 
 def test_sibling_files_are_not_looked_for_once_the_version_is_new(tmp_path):
     main = jsonl(tmp_path / "s1.jsonl", [assistant("m1", model="claude-opus-4-8")])
-    call = FakeCall(hosts.CLAUDE, "s1", main)
-    sync_once(tmp_path / "state", hosts.CLAUDE, call)  # reads version 2.1.328
+    call = FakeCall("claude", "s1", main)
+    sync_once(tmp_path / "state", "claude", call)  # reads version 2.1.328
     jsonl(tmp_path / "agent-a1.jsonl", [assistant("a1", model="claude-opus-4-8", sessionId="s1")])
-    spend = sync_once(tmp_path / "state", hosts.CLAUDE, call)
+    spend = sync_once(tmp_path / "state", "claude", call)
     assert spend["agent"] == {"main": OPUS_ROW}
 
 
@@ -52,7 +52,7 @@ def test_synthetic_and_api_error_rows_are_not_priced(tmp_path):
             assistant("m3", model="claude-opus-4-8"),
         ],
     )
-    spend = sync_once(tmp_path / "state", hosts.CLAUDE, FakeCall(hosts.CLAUDE, "s1", main))
+    spend = sync_once(tmp_path / "state", "claude", FakeCall("claude", "s1", main))
     assert spend["total"] == OPUS_ROW
 
 
@@ -71,8 +71,8 @@ def test_codex_token_count_fallback_without_usage_records(tmp_path):
             kept.append(line)  # a re-emit with unchanged totals must not count twice
     assert len(kept) < len(lines) + 12
     rollout.write_text("".join(kept))
-    call = FakeCall(hosts.CODEX, inputs[0]["session_id"], rollout)
-    spend = sync_once(tmp_path / "state", hosts.CODEX, call)
+    call = FakeCall("codex", inputs[0]["session_id"], rollout)
+    spend = sync_once(tmp_path / "state", "codex", call)
     assert spend["total"] == round(CODEX_EXPECTED["usage"] * 1e12)
     assert set(spend["model"]) == {"gpt-5.5", "gpt-5.1-codex-max"}
 
@@ -84,16 +84,16 @@ def test_codex_model_carried_from_one_read_to_the_next(tmp_path):
     cut = data.index(b'"token_usage_record"')
     cut = data.rindex(b"\n", 0, cut) + 1  # the first usage record starts a later read
     rollout.write_bytes(data[:cut])
-    call = FakeCall(hosts.CODEX, inputs[0]["session_id"], rollout)
-    assert sync_once(tmp_path / "state", hosts.CODEX, call)["total"] == 0
+    call = FakeCall("codex", inputs[0]["session_id"], rollout)
+    assert sync_once(tmp_path / "state", "codex", call)["total"] == 0
     rollout.write_bytes(data)
-    spend = sync_once(tmp_path / "state", hosts.CODEX, call)
+    spend = sync_once(tmp_path / "state", "codex", call)
     assert "gpt-unknown" not in spend["model"]
     assert spend["total"] == round(CODEX_EXPECTED["usage"] * 1e12)
 
 
 def test_codex_outcomes_old_and_new():
-    from runaway_guard.transcripts.codex import outcome
+    from runaway_guard.hosts.codex import outcome
 
     new_fail = "Chunk ID: 1\nWall time: 0.2 seconds\nProcess exited with code 2\nOutput:\nno"
     new_fail_again = "Chunk ID: 9\nWall time: 0.7 seconds\nProcess exited with code 2\nOutput:\nno"
@@ -129,7 +129,7 @@ def test_claude_guard_refusals_as_claude_code_records_them(tmp_path, guard_env):
         guard_env.run(pre_tool_use(transcript, tool_use_id, "Bash", command))
         jsonl(transcript, [result(tool_use_id, text, error=True)])
     guard_env.run(pre_tool_use(transcript, "t3", "Bash", {"command": "ls"}))
-    with ledger.Ledger(str(guard_env.state_dir), hosts.CLAUDE, "s1") as book:
+    with ledger.Ledger(str(guard_env.state_dir), "claude", "s1") as book:
         assert book.state["agents"]["main"]["fails"] == 1
 
 
@@ -155,5 +155,5 @@ def test_codex_subagent_rollout_in_the_next_days_folder(tmp_path):
                 },
             ],
         )
-    spend = sync_once(tmp_path / "state", hosts.CODEX, FakeCall(hosts.CODEX, "root", main))
+    spend = sync_once(tmp_path / "state", "codex", FakeCall("codex", "root", main))
     assert spend["agent"] == {"main": 5 * 10**9, "child": 5 * 10**9}

@@ -1,17 +1,105 @@
-"""Codex rollouts: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`, one file per thread.
+"""Codex: PreToolUse payloads, its answers, and `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`.
 
 Each subagent writes its own rollout whose `session_meta.session_id` is the root session's id,
 so the session's spend is the root file plus every file naming that root. Usage comes from
 `token_usage_record` lines (one per response; newer builds), else from the advances of the
 cumulative `token_count` totals. The model comes from `turn_context` and is carried from one
 read to the next.
+
+Answers (seen on 0.169.0): a deny with a non-empty reason, and additionalContext alone; any
+other key, `ask` or `continue` marks the hook failed and the call runs, so every refusal here
+is a plain deny.
 """
 
 import os
 import time
 
 from .. import jsonio, pricing
-from . import GUARD_MARK, fingerprint, first_line, local_day, number, read_file
+from ..calls import Call, fingerprint, tool_name
+from ..decisions import DENY, REFUSAL_PREFIX, TELL
+from . import hook_entry
+from ._files import first_line, local_day, number, read_all
+
+NAME = "codex"
+LABEL = "Codex"
+RUNGS = frozenset({TELL, DENY})
+TOOLS = {
+    "shell": "Bash",
+    "exec_command": "Bash",
+    "local_shell": "Bash",
+    "container.exec": "Bash",
+    "apply_patch": "Edit",
+    "spawn_agent": "Agent",
+    "collaborationspawn_agent": "Agent",
+}
+
+INSTALL = {
+    "home": ("CODEX_HOME", ".codex"),
+    "user": {"settings": "hooks.json", "skills": "skills"},
+    "project": {"settings": ".codex/hooks.json", "skills": ".agents/skills"},
+    "binaries": ("codex",),
+    "entry": hook_entry("PreToolUse"),
+    "after_install": (
+        "Codex: the hook does NOT run until you trust it. Start codex, open /hooks and trust the "
+        "runaway-guard hook{changed}. `codex exec` skips untrusted hooks silently, without any "
+        "warning.",
+    ),
+    "after_install_project": (
+        "Project hooks load only in a trusted project: trust {project} when Codex asks (or run "
+        "`codex exec --trust` once there).",
+    ),
+    "after_uninstall": "Codex forgets the hook on its next start.",
+}
+
+
+def check_note(settings_path, handler, position, group, environ):
+    """For `install.py --check`, best effort: does config.toml hold a trusted hash for this hook?
+
+    Codex runs a hook only once the person trusted it in /hooks; the trust is recorded per file
+    and position with a hash of the hook's definition (the format is internal to Codex).
+    """
+    import hashlib
+    import json
+
+    codex_home = environ.get("CODEX_HOME") or os.path.join(
+        environ.get("HOME") or os.path.expanduser("~"), ".codex"
+    )
+    config = os.path.join(codex_home, "config.toml")
+    definition = {"event_name": "pre_tool_use"}
+    if isinstance(group, dict) and group.get("matcher") is not None:
+        definition["matcher"] = group["matcher"]
+    normal = {
+        "type": "command",
+        "command": handler.get("command"),
+        "timeout": handler.get("timeout", 600),
+        "async": bool(handler.get("async", False)),
+    }
+    if handler.get("statusMessage") is not None:
+        normal["statusMessage"] = handler["statusMessage"]
+    definition["hooks"] = [normal]
+    canonical = json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    digest = "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    try:
+        with open(config, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError:
+        text = ""
+    group_index, handler_index = position
+    paths = (str(settings_path), os.path.realpath(settings_path))
+    keys = {f"{path}:pre_tool_use:{group_index}:{handler_index}" for path in paths}
+    if digest in text and any(key in text for key in keys):
+        return "Codex trust: a trusted hash for this hook is recorded in config.toml."
+    if any(key in text for key in keys):
+        return (
+            "Codex trust: config.toml records a different hash for this position: the hook "
+            "looks MODIFIED and will not run. Open /hooks in codex and trust it."
+        )
+    return (
+        f"Codex trust: no trust record found in {config}: if Codex has not been told to trust "
+        "the hook, it does not run. Open /hooks in codex and trust it (this check is best "
+        "effort: the format is internal to Codex)."
+    )
+
 
 _USAGE_FIELDS = (
     "input_tokens",
@@ -26,12 +114,49 @@ _BLOCKED = ("Command blocked by PreToolUse hook:", "Tool call blocked by PreTool
 _TOOL_ERRORS = ("unsupported call:", "write_stdin failed:", "unable to locate")
 
 
-def sync(ledger, call):
-    """Bring the ledger up to date with the session's rollouts; False when there is none."""
+def call(payload):
+    if payload.get("hook_event_name", "PreToolUse") != "PreToolUse":
+        return None  # the guard is installed for PreToolUse only
+    agent = payload.get("agent_id")
+    return Call(
+        NAME,
+        payload.get("session_id"),
+        transcript_path=payload.get("transcript_path"),
+        cwd=payload.get("cwd"),
+        agent=agent,
+        tool=tool_name(payload.get("tool_name"), TOOLS),
+        tool_input=payload.get("tool_input"),
+        tool_use_id=payload.get("tool_use_id"),
+        model=payload.get("model"),
+        # The main thread's turn_id changes when the person sends a new prompt.
+        prompt_id=None if agent else payload.get("turn_id"),
+    )
+
+
+def render(decision):
+    """A deny with its reason, or additionalContext alone: nothing else passes on Codex."""
+    if not decision:
+        return ""
+    model_text = decision.get("model") or ""
+    if decision["kind"] == TELL:
+        if not model_text:
+            return ""
+        out = {"hookEventName": "PreToolUse", "additionalContext": model_text}
+    else:
+        out = {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": model_text or decision.get("person") or "runaway-guard",
+        }
+    return jsonio.dumps({"hookSpecificOutput": out})
+
+
+def sync(book, call):
+    """Bring the book up to date with the session's rollouts; False when there is none."""
     path = call.transcript_path
     if not path or not call.session_id:
         return False
-    files = ledger.state["files"]
+    files = book.state["files"]
     if path not in files:
         files[path] = {"agent": call.agent}
     main = next((p for p, e in files.items() if e.get("agent") == "main"), None)
@@ -40,21 +165,8 @@ def sync(ledger, call):
     # names are opened; a subagent's call seen first looks at the whole folder for its root.
     since = os.path.basename(known)[: len("rollout-YYYY-MM-DDThh-mm-ss")] if main else ""
     for folder in _day_folders(os.path.dirname(known)):
-        _discover(ledger, folder, since, call.session_id)
-    for target, entry in list(files.items()):
-        if entry.get("foreign"):
-            continue
-        reader = _Reader(ledger, entry, call.session_id)
-        try:
-            read_file(ledger, target, entry, reader.line)
-        except FileNotFoundError:
-            if target != path:
-                del files[target]
-        except OSError:
-            if target == path:
-                raise
-            # another rollout that cannot be read (not a regular file, no permission): the
-            # others still count, and this one is tried again next call
+        _discover(book, folder, since, call.session_id)
+    read_all(book, path, lambda entry: _Reader(book, entry, call.session_id).line)
     return True
 
 
@@ -145,7 +257,7 @@ def outcome(text):
                 code = line[len(marker) :].strip()
                 status = "ok" if code == "0" else "fail"
     if text.startswith(_BLOCKED):
-        own = any(text.startswith(f"{blocked} {GUARD_MARK}") for blocked in _BLOCKED)
+        own = any(text.startswith(f"{blocked} {REFUSAL_PREFIX}") for blocked in _BLOCKED)
         status = "guard" if own else "fail"
     elif text.startswith(_TOOL_ERRORS):
         status = "fail"

@@ -1,4 +1,4 @@
-"""Claude Code transcripts: `<project>/<session>.jsonl` and its subagents' files.
+"""Claude Code: PreToolUse payloads, its answers, and `<project>/<session>.jsonl` transcripts.
 
 Subagents live in `<session>/subagents/**/agent-<id>.jsonl` (2.1.2 and later), in sibling
 `agent-<id>.jsonl` files (2.0.28 to 2.1.1), or as `isSidechain` records in the main file (older).
@@ -10,7 +10,33 @@ largest output count seen.
 import os
 
 from .. import jsonio, pricing
-from . import GUARD_MARK, fingerprint, first_line, local_day, number, read_file
+from ..calls import Call, fingerprint, tool_name
+from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP, TELL
+from . import hook_entry
+from ._files import first_line, local_day, number, read_all
+
+NAME = "claude"
+LABEL = "Claude Code"
+RUNGS = frozenset({TELL, DENY, ASK, STOP})
+TOOLS = {"Task": "Agent", "MultiEdit": "Edit"}
+
+INSTALL = {
+    "home": ("CLAUDE_CONFIG_DIR", ".claude"),
+    "user": {"settings": "settings.json", "skills": "skills"},
+    "project": {"settings": ".claude/settings.local.json", "skills": ".claude/skills"},
+    "binaries": ("claude",),
+    "entry": hook_entry("PreToolUse"),
+    "after_install": (
+        "Claude Code: restart it (or open /hooks) so it loads the hook; in a folder you have not "
+        "trusted yet, accept the trust prompt first.",
+    ),
+    "after_install_project": (
+        "{settings_name} was written by the installer, so git does not ignore it automatically: "
+        "add .claude/settings.local.json and .claude/skills/runaway-guard/ to .gitignore (they "
+        "hold paths of this machine).",
+    ),
+    "after_uninstall": "Restart Claude Code (or open /hooks) so it drops the hook.",
+}
 
 _REJECTED = (
     "The user doesn't want to proceed",
@@ -19,35 +45,65 @@ _REJECTED = (
 )
 
 
-def sync(ledger, call):
-    """Bring the ledger up to date with the session's files; False when there is no transcript."""
+def call(payload):
+    if payload.get("hook_event_name", "PreToolUse") != "PreToolUse":
+        return None  # the guard is installed for PreToolUse only
+    return Call(
+        NAME,
+        payload.get("session_id"),
+        transcript_path=payload.get("transcript_path"),
+        cwd=payload.get("cwd"),
+        agent=payload.get("agent_id"),
+        tool=tool_name(payload.get("tool_name"), TOOLS),
+        tool_input=payload.get("tool_input"),
+        tool_use_id=payload.get("tool_use_id"),
+        model=payload.get("model"),
+        prompt_id=payload.get("prompt_id"),
+    )
+
+
+def render(decision):
+    """PreToolUse's answer: the reason for the model, a systemMessage for the person."""
+    if not decision:
+        return ""
+    kind = decision["kind"]
+    model_text = decision.get("model") or ""
+    person_text = decision.get("person") or ""
+    specific = {"hookEventName": "PreToolUse"}
+    answer = {"hookSpecificOutput": specific}
+    if kind == TELL:
+        specific["additionalContext"] = model_text
+    elif kind == ASK:
+        specific["permissionDecision"] = "ask"
+        # An ask's reason is shown to the person, who decides.
+        specific["permissionDecisionReason"] = person_text or model_text
+    else:
+        specific["permissionDecision"] = "deny"
+        specific["permissionDecisionReason"] = model_text or person_text
+        if kind == STOP:
+            answer["continue"] = False
+            answer["stopReason"] = person_text or model_text
+    if person_text and kind != ASK:
+        answer["systemMessage"] = person_text
+    if kind == TELL and not model_text:
+        del answer["hookSpecificOutput"]
+    return jsonio.dumps(answer)
+
+
+def sync(book, call):
+    """Bring the book up to date with the session's files; False when there is no transcript."""
     main = call.transcript_path
     if not main or not call.session_id:
         return False
-    files = ledger.state["files"]
+    files = book.state["files"]
     folder = os.path.dirname(main)
-    # Subagents first: a cost-state record in the main file totals them too (see reconcile).
-    targets = _subagent_files(os.path.join(folder, call.session_id, "subagents"))
+    for path, agent in _subagent_files(os.path.join(folder, call.session_id, "subagents")):
+        files.setdefault(path, {"agent": agent})
     if _old_layout(files.get(main)):
-        targets.extend(_sibling_files(folder, call.session_id, files))
-    targets.append((main, "main"))
-    for path, agent in targets:
-        entry = files.get(path)
-        if entry is None:
-            entry = files[path] = {"agent": agent}
-        if entry.get("foreign"):
-            continue
-        reader = _Reader(ledger, entry)
-        try:
-            read_file(ledger, path, entry, reader.line)
-        except FileNotFoundError:
-            if path != main:
-                del files[path]  # what it held stays counted in the ledger
-        except OSError:
-            if path == main:
-                raise
-            # a subagent file that cannot be read (not a regular file, no permission): the
-            # others still count, and this one is tried again next call
+        for path, agent in _sibling_files(folder, call.session_id, files):
+            files.setdefault(path, {"agent": agent})
+    files.setdefault(main, {"agent": "main"})
+    read_all(book, main, lambda entry: _Reader(book, entry).line)
     return True
 
 
@@ -106,10 +162,10 @@ def _first_session_id(path):
 def _guard_refusal(text):
     """The guard's own refusal as Claude Code records it (2.1.328): a deny reads
     `PreToolUse:<Tool> hook error: <reason>`, an ask turned down in print mode is the reason."""
-    if text.startswith(GUARD_MARK):
+    if text.startswith(REFUSAL_PREFIX):
         return True
     head = text[:300]
-    return head.startswith("PreToolUse:") and f"hook error: {GUARD_MARK}" in head
+    return head.startswith("PreToolUse:") and f"hook error: {REFUSAL_PREFIX}" in head
 
 
 def _result_text(content):
@@ -125,8 +181,8 @@ def _result_text(content):
 class _Reader:
     """Turns one file's new lines into ledger entries."""
 
-    def __init__(self, ledger, entry):
-        self.ledger = ledger
+    def __init__(self, book, entry):
+        self.ledger = book
         self.entry = entry
         self.agent = entry["agent"]
 

@@ -1,19 +1,15 @@
-"""Transcript readers: each host's session files, read incrementally, fed into the ledger.
+"""What every host's session-file reader shares.
 
-Both readers share one shape: find the session's files (main thread and subagents), read what
-was appended since the last call, and report priced responses and tool outcomes to the ledger.
-Only lines that can matter are parsed: a cheap byte test comes before any JSON decoding.
+A reader finds the session's files (main thread and subagents), reads what was appended since
+the last call, and reports priced responses and tool outcomes to the book. Only lines that can
+matter are parsed: a cheap byte test comes before any JSON decoding.
 """
 
 import os
 import stat
 import time
-import zlib
 
-from .. import jsonio, tail
-
-# Every reason the guard gives starts with this: its refusals are recognised in any transcript.
-GUARD_MARK = "runaway-guard:"
+from .. import tail
 
 _day_cache = {}
 
@@ -45,18 +41,34 @@ def _days_from_civil(year, month, day):
     return era * 146097 + doe - 719468
 
 
-def fingerprint(value):
-    """A short stable hash of any JSON value: the guard keeps hashes, never transcript text."""
-    if not isinstance(value, (bytes, str)):
-        value = jsonio.dumps(value, sort_keys=True)
-    if isinstance(value, str):
-        value = value.encode("utf-8", "replace")
-    return f"{zlib.crc32(value):08x}{zlib.adler32(value):08x}"
-
-
-def read_file(ledger, path, entry, on_line):
+def read_file(book, path, entry, on_line):
     """Read what path gained since entry's cursor; a rewritten file is re-read whole."""
-    tail.read_new(path, entry, on_line, ledger.load_known)
+    tail.read_new(path, entry, on_line, book.load_known)
+
+
+def read_all(book, main, reader):
+    """Read every file the book follows for this session, the main file last (its records may
+    total the others); reader(entry) gives the line handler for one file.
+
+    A main file not written yet is read next call. A subagent file that vanished is dropped
+    (what it held stays counted); one that cannot be read (not a regular file, no permission)
+    is tried again next call while the others still count. Any other error of the main file
+    propagates: the caller fails open.
+    """
+    files = book.state["files"]
+    paths = [path for path, entry in files.items() if path != main and not entry.get("foreign")]
+    if main in files:
+        paths.append(main)
+    for path in paths:
+        entry = files[path]
+        try:
+            read_file(book, path, entry, reader(entry))
+        except FileNotFoundError:
+            if path != main:
+                del files[path]
+        except OSError:
+            if path == main:
+                raise
 
 
 def first_line(path, limit=1 << 20):

@@ -1,0 +1,79 @@
+"""One call as the guard sees it, whichever host sent it: each host module builds it."""
+
+import zlib
+
+from . import jsonio
+
+SPAWN_TOOLS = frozenset({"Agent"})
+
+# What a payload announces: a tool about to run, a tool that ran, a model request about to be
+# sent, or a new prompt from the person.
+TOOL, RESULT, MODEL, PROMPT = "tool", "result", "model", "prompt"
+
+
+def text(value):
+    """A non-empty string from outside data, else None."""
+    return value if isinstance(value, str) and value else None
+
+
+def fingerprint(value):
+    """A short stable hash of any JSON value: the guard keeps hashes, never transcript text."""
+    if not isinstance(value, (bytes, str)):
+        value = jsonio.dumps(value, sort_keys=True)
+    if isinstance(value, str):
+        value = value.encode("utf-8", "replace")
+    return f"{zlib.crc32(value):08x}{zlib.adler32(value):08x}"
+
+
+class Call:
+    """One hook call, with only the fields the guard relies on, type-checked by the host."""
+
+    __slots__ = (
+        "agent",
+        "cwd",
+        "event",
+        "failed",
+        "host",
+        "model",
+        "outcome",
+        "prompt_id",
+        "session_id",
+        "tool",
+        "tool_input",
+        "tool_use_id",
+        "transcript_path",
+    )
+
+    def __init__(self, host, session_id, **fields):
+        self.host = host
+        self.session_id = text(session_id)
+        self.event = fields.get("event", TOOL)
+        self.transcript_path = text(fields.get("transcript_path"))
+        self.cwd = text(fields.get("cwd"))
+        self.agent = text(fields.get("agent")) or "main"
+        self.tool = fields.get("tool") or ""
+        self.tool_input = fields.get("tool_input")
+        self.tool_use_id = text(fields.get("tool_use_id"))
+        self.model = text(fields.get("model"))
+        # Changes when the person sends a new prompt: that is the person's decision to go on.
+        self.prompt_id = text(fields.get("prompt_id"))
+        # For a RESULT: whether the tool failed, and a hash of what it returned.
+        self.failed = bool(fields.get("failed"))
+        self.outcome = fields.get("outcome")
+
+    @property
+    def command(self):
+        """The shell command of a shell call, else None."""
+        if self.tool != "Bash" or not isinstance(self.tool_input, dict):
+            return None
+        command = self.tool_input.get("command", self.tool_input.get("cmd"))
+        if isinstance(command, list):
+            command = " ".join(part for part in command if isinstance(part, str))
+        return command if isinstance(command, str) else None
+
+
+def tool_name(name, aliases):
+    """The guard's name for a host's tool (Bash, Edit, Write, Agent, ...)."""
+    if not isinstance(name, str):
+        return ""
+    return aliases.get(name, name)

@@ -1,0 +1,63 @@
+"""Every host the guard knows, and how a payload tells who sent it.
+
+A host is one module here, holding everything about that host (CONTRIBUTING.md, "Adding a
+host"):
+
+- NAME (as `--host` spells it), LABEL (for people), RUNGS (the decisions its answers can
+  express), TOOLS (its tool names in the guard's vocabulary: Bash, Edit, Write, Agent);
+- call(payload) -> calls.Call or None: the fields the guard uses, type-checked;
+- render(decision) -> one line of JSON the host honours, or "" (decision may be None);
+- sync(book, call) -> whether it has session files; reads what the host appended into the book;
+- INSTALL: plain data the installer reads (files per scope, entry shape, notes).
+
+This module imports no host module: a call imports only its own host's.
+"""
+
+
+def hook_entry(*events, timeout=30, grouped=True):
+    """INSTALL["entry"] of a host that lists command hooks per event in a JSON settings file
+    (timeout in the host's own unit)."""
+    handler = {"type": "command", "command": "{command}", "timeout": timeout}
+    return {"kind": "json-list", "events": events, "grouped": grouped, "handler": handler}
+
+
+def _has(*keys):
+    return lambda payload, environ: any(key in payload for key in keys)
+
+
+def _cursor(payload, environ):
+    if "cursor_version" in payload or "conversation_id" in payload:
+        return True
+    return "CURSOR_VERSION" in environ
+
+
+def _copilot(payload, environ):
+    if "sessionId" in payload or "toolName" in payload or "toolArgs" in payload:
+        return True
+    return "timestamp" in payload and "transcript_path" not in payload
+
+
+# Checked in order, the first match wins. The order is a property of the set of hosts (several
+# payloads share fields), so it lives here and not in the host modules.
+SIGNATURES = (
+    ("cursor", _cursor),
+    ("copilot", _copilot),
+    ("codex", _has("turn_id")),
+    ("claude", lambda payload, environ: True),
+)
+NAMES = tuple(name for name, _ in SIGNATURES)
+
+
+def detect(payload, environ):
+    """The name of the host that sent this payload."""
+    for name, matches in SIGNATURES:
+        if matches(payload, environ):
+            return name
+    return NAMES[-1]
+
+
+def load(name):
+    """The host's module, imported on first use (not importlib: it costs an import of its own)."""
+    if name not in NAMES:
+        raise ValueError(f"unknown host {name!r}: one of {', '.join(NAMES)}")
+    return __import__(f"{__name__}.{name}", fromlist=["NAME"])

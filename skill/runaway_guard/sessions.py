@@ -1,0 +1,122 @@
+"""Finding the session a status call is about, and bringing its state up to date.
+
+The guard writes one state file per session (`<state_dir>/sessions/<host>/<id>.json`, see
+ledger.py) and reads the host's files only at tool calls; a status call reads what the host
+wrote since (a run's last response, Claude Code's end-of-run cost record) before it reports.
+"""
+
+import os
+
+from . import controls, hosts, ledger
+from .calls import Call
+
+
+class StatusError(Exception):
+    """Bad usage or an unknown session: status.py prints the message and exits 2."""
+
+
+def project_root(cwd):
+    """The git root above cwd, else cwd itself."""
+    directory = os.path.abspath(cwd)
+    probe = directory
+    for _ in range(64):
+        if os.path.exists(os.path.join(probe, ".git")):
+            return probe
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    return directory
+
+
+def _inside(path, root):
+    if not isinstance(path, str) or not path:
+        return False
+    for candidate, base in ((path, root), (os.path.realpath(path), os.path.realpath(root))):
+        try:
+            if os.path.commonpath([os.path.abspath(candidate), base]) == base:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def all_sessions(state_dir):
+    """Every session state the guard has written: [(path, state)], any host."""
+    found = []
+    root = os.path.join(state_dir, "sessions")
+    try:
+        hosts = sorted(os.listdir(root))
+    except OSError:
+        return found
+    for host in hosts:
+        folder = os.path.join(root, host)
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith(".json"):
+                continue
+            path = os.path.join(folder, name)
+            state = ledger.read_json(path)
+            if state and isinstance(state.get("session_id"), str):
+                state.setdefault("host", host)
+                found.append((path, state))
+    return found
+
+
+def last_seen(state):
+    """When the guard last saw the session (0 when unknown)."""
+    value = state.get("seen")
+    return value if isinstance(value, (int, float)) else 0.0
+
+
+def find_session(state_dir, session=None, cwd=None):
+    """(path, state) of the named session, or of the one the guard saw last in cwd's project.
+
+    session may be an id, `host:id`, or the unique start of an id (as `--today` prints it).
+    """
+    sessions = all_sessions(state_dir)
+    if session:
+        host = None
+        if ":" in session and session.split(":", 1)[0] in hosts.NAMES:
+            host, session = session.split(":", 1)
+        pool = [item for item in sessions if host in (None, item[1].get("host"))]
+        exact = [item for item in pool if item[1]["session_id"] == session]
+        matches = exact or [item for item in pool if item[1]["session_id"].startswith(session)]
+        if not matches:
+            raise StatusError(
+                f"runaway-guard has no session {session!r} in {state_dir}.\n"
+                f"List today's sessions with: {controls.status_command()} --today"
+            )
+        ids = {(item[1].get("host"), item[1]["session_id"]) for item in matches}
+        if len(ids) > 1 and not exact:
+            names = ", ".join(f"{h}:{i}" for h, i in sorted(ids))
+            raise StatusError(f"{session!r} matches more than one session: {names}")
+        return max(matches, key=lambda item: last_seen(item[1]))
+    if not sessions:
+        raise StatusError(
+            f"runaway-guard has not seen any session yet (state in {state_dir}).\n"
+            "It records a session at its first tool call once the hook is installed: "
+            "python3 installer/install.py --host all"
+        )
+    root = project_root(cwd or os.getcwd())
+    here = [item for item in sessions if _inside(item[1].get("cwd"), root)]
+    return max(here or sessions, key=lambda item: last_seen(item[1]))
+
+
+def refresh(state_dir, host, session_id):
+    """The session's state after reading what its host wrote since the guard's last call.
+
+    The guard reads at tool calls, so it has not yet seen a run's final response, nor Claude
+    Code's end-of-run cost record that settles a compaction estimate: a status asked right
+    after a run reads them first, so it shows what the host itself would.
+    """
+    with ledger.Ledger(state_dir, host, session_id) as book:
+        files = book.state["files"]
+        main = next((p for p, e in files.items() if e.get("agent") == "main"), None)
+        if main and host in hosts.NAMES:
+            call = Call(host, book.state["session_id"], transcript_path=main)
+            hosts.load(host).sync(book, call)
+        return book.state
