@@ -453,6 +453,15 @@ def _gemini():
     return gemini_api
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # A CLI that drops a stream it no longer wants (Gemini CLI's loop detector) is normal.
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
 class ScriptedModel:
     """Context manager around the scripted HTTP server; see the module docstring."""
 
@@ -517,8 +526,7 @@ class ScriptedModel:
         return f"http://{host}:{port}"
 
     def start(self) -> ScriptedModel:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.owner = self
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
