@@ -8,7 +8,7 @@ differs between hosts is in hosts/<name>.py.
 import time
 
 from . import config, controls, hosts, jsonio, ledger, log, wires
-from .calls import MODEL, RESULT, fingerprint
+from .calls import MODEL, PROMPT, RESULT, fingerprint
 from .decisions import ASK, DENY, STOP, TELL, fit
 
 MAX_INPUT = 16 << 20
@@ -57,7 +57,7 @@ def _decide(book, call, settings, host):
     if call.event == RESULT:
         book.outcome(call.agent, call.tool_use_id, call.failed, call.outcome)
         return None
-    if call.event == MODEL:
+    if call.event in (MODEL, PROMPT):
         return fit(_before_model(state, settings, daily), host.RUNGS)
 
     call_hash = fingerprint([call.tool, call.tool_input])

@@ -31,6 +31,27 @@ def _cursor(payload, environ):
     return "CURSOR_VERSION" in environ
 
 
+# Event names only Gemini CLI uses (SessionStart, SessionEnd and Notification are Claude's too).
+_GEMINI_EVENTS = frozenset(
+    (
+        "BeforeTool",
+        "AfterTool",
+        "BeforeModel",
+        "AfterModel",
+        "BeforeAgent",
+        "AfterAgent",
+        "BeforeToolSelection",
+        "PreCompress",
+    )
+)
+
+
+def _gemini(payload, environ):
+    if payload.get("hook_event_name") in _GEMINI_EVENTS:
+        return True
+    return "timestamp" in payload and "transcript_path" in payload and "tool_use_id" not in payload
+
+
 def _copilot(payload, environ):
     if "sessionId" in payload or "toolName" in payload or "toolArgs" in payload:
         return True
@@ -43,6 +64,7 @@ SIGNATURES = (
     ("cursor", _cursor),
     ("copilot", _copilot),
     ("codex", _has("turn_id")),
+    ("gemini", _gemini),
     ("claude", lambda payload, environ: True),
 )
 NAMES = tuple(name for name, _ in SIGNATURES)
