@@ -84,7 +84,12 @@ def call(payload):
     session = payload.get("session_id")
     if event == "BeforeTool":
         tool = tool_name(payload.get("tool_name"), TOOLS)
-        return Call(NAME, session, tool=tool, tool_input=payload.get("tool_input"), **common)
+        tool_input = payload.get("tool_input")
+        # No call id: every hook of one event gets the same payload, timestamp included, so a
+        # guard installed in two scopes answers the second time as it did the first.
+        stamp = payload.get("timestamp")
+        key = "g" + fingerprint([stamp, tool, tool_input]) if isinstance(stamp, str) else None
+        return Call(NAME, session, tool=tool, tool_input=tool_input, tool_use_id=key, **common)
     if event == "BeforeModel":
         request = payload.get("llm_request")
         model = request.get("model") if isinstance(request, dict) else None
