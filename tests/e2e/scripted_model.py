@@ -2,22 +2,23 @@
 
 Serves the Anthropic Messages API (``POST /v1/messages``, streaming SSE or plain JSON), the
 OpenAI Responses API (``POST /v1/responses``, rendered by ``responses_sse.render``) and the
-Gemini API (``POST /v1beta/models/<m>:streamGenerateContent`` / ``:generateContent`` /
-``:countTokens``, rendered by ``gemini_api``) on 127.0.0.1, so the real Claude Code, Codex and
-Gemini CLIs can run offline against a script::
+OpenAI Chat Completions API (``POST /v1/chat/completions``, rendered by ``chat_completions``) and
+the Gemini API (``POST /v1beta/models/<m>:streamGenerateContent`` / ``:generateContent`` /
+``:countTokens``, rendered by ``gemini_api``) on 127.0.0.1, so the real host CLIs (Claude Code,
+Codex, OpenCode, Gemini CLI ...) can run offline against a script::
 
-    with ScriptedModel({"anthropic": [step, ...], "openai": [step, ...]}) as model:
+    with ScriptedModel({"anthropic": [...], "openai": [...], "chat": [...]}) as model:
         run_cli(base_url=model.url)
         model.requests  # every request: {"method", "path", "query", "headers", "body"}
 
 Each API request pops the next step of its list. A step is a dict, or a callable
 ``(body) -> step`` (to react to the request's content; ``body`` is the decoded JSON request
 body, for every API). When the list is empty, a plain final text with a small usage is answered
-(``"<api>_default"`` replaces it). The lists are ``"anthropic"``, ``"openai"``, ``"gemini"``
-(streamed agent turns) and ``"gemini_utility"`` (``generateContent``: Gemini CLI's router and
-other utility calls; by default answered with the router's JSON choosing flash).
+(``"<api>_default"`` replaces it). The lists: ``"anthropic"``, ``"openai"``, ``"chat"``,
+``"gemini"`` (streamed agent turns) and ``"gemini_utility"`` (``generateContent``: Gemini CLI's
+router and other utility calls; by default answered with the router's JSON choosing flash).
 
-A scenario may also carry ``"anthropic_route"`` / ``"openai_route"``: a callable
+A scenario may also carry ``"<api>_route"`` (``"anthropic_route"``, ``"gemini_route"``): a callable
 ``(body) -> step | None`` consulted *before* the list; when it returns a step, that step is
 answered and the list is left alone. Use it for side requests (Claude Code sends title
 generation, compaction summaries, subagent requests ... through the same endpoint); the
@@ -40,8 +41,10 @@ Anthropic step keys (all optional)::
     id            the message id (default msg_01... counter)
     error         {"status": 529, "type": "overloaded_error", "message": "..."}: answer an error
 
-OpenAI steps are passed to ``responses_sse.render(step, request)`` unchanged (see that module),
-Gemini steps to ``gemini_api.render_stream`` / ``render_json`` (see that module).
+OpenAI steps are passed to ``responses_sse.render(step, request)`` unchanged (see that module).
+Chat steps are rendered by ``chat_completions`` (streamed or whole, as the request asks); the
+server itself honours their ``delay`` and ``error`` keys (see that module). Gemini steps are
+rendered by ``gemini_api.render_stream`` / ``render_json`` (see that module).
 """
 
 from __future__ import annotations
@@ -64,7 +67,7 @@ DEFAULT_USAGE = {
 }
 
 FINAL_TEXT = "Done."
-APIS = ("anthropic", "openai", "gemini", "gemini_utility")
+APIS = ("anthropic", "openai", "chat", "gemini", "gemini_utility")
 # Gemini CLI's `auto` router asks for {"reasoning", "model_choice"} as JSON text.
 ROUTER_CHOICE = '{"reasoning": "scripted", "model_choice": "flash"}'
 
@@ -393,7 +396,11 @@ class _Handler(BaseHTTPRequestHandler):
             step = owner.next_step("openai", request)
             request["step"] = step
             self._openai(step, request)
-        elif _gemini().is_gemini_path(path):
+        elif path.endswith("/chat/completions"):
+            step = owner.next_step("chat", request)
+            request["step"] = step
+            self._chat(step, request)
+        elif ":" in path.rsplit("/", 1)[-1]:
             self._gemini(request)
         else:
             self._not_found(request)
@@ -415,17 +422,37 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, anthropic_message(step, request), headers)
 
     def _openai(self, step: dict, request: dict):
-        here = str(Path(__file__).resolve().parent)
-        if here not in sys.path:
-            sys.path.insert(0, here)
+        _sibling_path()
         from responses_sse import render  # written by the Codex side; imported lazily
 
         chunks = render(step, request_body(request))
         self._stream(((0, c) for c in chunks), {"x-request-id": _next_id("req")})
 
+    def _chat(self, step: dict, request: dict):
+        _sibling_path()
+        import chat_completions
+
+        if step.get("delay"):
+            time.sleep(float(step["delay"]))
+        headers = {"x-request-id": _next_id("req")}
+        error = step.get("error")
+        if error:
+            payload = chat_completions.error_body(error)
+            self._json(int(error.get("status", 500)), payload, headers)
+            return
+        body = request_body(request)
+        if body.get("stream"):
+            chunks = chat_completions.render(step, body)
+            self._stream(((0, c) for c in chunks), headers)
+        else:
+            self._json(200, chat_completions.completion(step, body), headers)
+
     def _gemini(self, request: dict):
-        api = _gemini()
+        api = _gemini_api()
         method = api.is_gemini_path(request["path"])
+        if method is None:
+            self._not_found(request)
+            return
         body = request_body(request)
         if method == "count":
             self._json(200, {"totalTokens": max(1, len(json.dumps(body)) // 4)})
@@ -438,16 +465,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         model = api.model_of(request["path"])
         if method == "stream":
-            chunks = api.render_stream(step, body, model)
-            self._stream((0, c) for c in chunks)
+            self._stream((0, c) for c in api.render_stream(step, body, model))
         else:
             self._json(200, api.render_json(step, body, model))
 
 
-def _gemini():
-    here = str(Path(__file__).resolve().parent)
-    if here not in sys.path:
-        sys.path.insert(0, here)
+def _gemini_api():
+    _sibling_path()
     import gemini_api
 
     return gemini_api
@@ -460,6 +484,12 @@ class _Server(ThreadingHTTPServer):
         # A CLI that drops a stream it no longer wants (Gemini CLI's loop detector) is normal.
         if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
             super().handle_error(request, client_address)
+
+
+def _sibling_path():
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
 
 
 class ScriptedModel:
@@ -507,16 +537,26 @@ class ScriptedModel:
         if api.startswith("gemini"):
             want = ":streamGenerateContent" if api == "gemini" else ":generateContent"
             return [r for r in self.requests if r["method"] == "POST" and want in r["path"]]
-        suffix = "/messages" if api == "anthropic" else "/responses"
+        suffix = {"anthropic": "/messages", "chat": "/chat/completions"}.get(api, "/responses")
         return [r for r in self.requests if r["method"] == "POST" and r["path"].endswith(suffix)]
 
     def models_listing(self) -> dict:
         ids = self.models or ["claude-opus-4-8", "claude-sonnet-4-6", "claude-haiku-4-5"]
+        # the Anthropic listing, with the keys an OpenAI client reads ("object", "owned_by")
         data = [
-            {"type": "model", "id": m, "display_name": m, "created_at": "2026-01-01T00:00:00Z"}
+            {
+                "type": "model",
+                "id": m,
+                "display_name": m,
+                "created_at": "2026-01-01T00:00:00Z",
+                "object": "model",
+                "created": 1767225600,
+                "owned_by": "scripted",
+            }
             for m in ids
         ]
-        return {"data": data, "has_more": False, "first_id": ids[0], "last_id": ids[-1]}
+        listing = {"data": data, "has_more": False, "first_id": ids[0], "last_id": ids[-1]}
+        return dict(listing, object="list")
 
     # -- lifecycle
 
