@@ -37,6 +37,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from codex_host import read_jsonl  # one JSONL reader for the runners
+
 __all__ = [
     "GEMINI_VERSION",
     "GeminiHome",
@@ -64,12 +66,8 @@ BASE_SETTINGS = {
 
 def gemini_bin():
     """Path of the pinned Gemini CLI (``RUNAWAY_GUARD_GEMINI_BIN`` overrides); None if missing."""
-    override = os.environ.get("RUNAWAY_GUARD_GEMINI_BIN")
-    if override:
-        return override
-    if _DEFAULT_BIN.exists():
-        return str(_DEFAULT_BIN)
-    return None
+    found = os.environ.get("RUNAWAY_GUARD_GEMINI_BIN")
+    return found or (str(_DEFAULT_BIN) if _DEFAULT_BIN.exists() else None)
 
 
 def _merge(into, extra):
@@ -124,11 +122,11 @@ class GeminiHome:
 class GeminiRun:
     """The outcome of one ``gemini -p``."""
 
-    def __init__(self, args, returncode, stdout, stderr, home, project, hook_log=None):
+    def __init__(self, args, proc, home, project, hook_log=None):
         self.args = args
-        self.returncode = returncode
-        self.stdout = stdout
-        self.stderr = stderr
+        self.returncode = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
         self.home = home
         self.project = Path(project)
         self.hook_log = hook_log
@@ -182,9 +180,9 @@ class GeminiRun:
 
     @property
     def hook_inputs(self):
-        if self.hook_log is None or not Path(self.hook_log).exists():
-            return []
-        return read_jsonl(self.hook_log)
+        """Every payload the recorder hook logged (``recorder_hooks``), in order."""
+        log = Path(self.hook_log) if self.hook_log else None
+        return read_jsonl(log) if log and log.exists() else []
 
     def __repr__(self):
         return f"GeminiRun(rc={self.returncode!r}, sessions={len(self.session_files)})"
@@ -197,16 +195,6 @@ def session_files(home):
         return []
     found = list(root.glob("*/chats/*.jsonl")) + list(root.glob("*/chats/*/*.jsonl"))
     return sorted(found, key=str)
-
-
-def read_jsonl(path):
-    out = []
-    with open(str(path), encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
-            if line:
-                out.append(json.loads(line))
-    return out
 
 
 _RECORDER = r"""import json, sys
@@ -317,15 +305,8 @@ def run_gemini(
         env=run_env,
         stdin=subprocess.DEVNULL,
         capture_output=True,
+        encoding="utf-8",
+        errors="replace",
         timeout=timeout,
-        check=False,
     )
-    return GeminiRun(
-        args,
-        proc.returncode,
-        proc.stdout.decode("utf-8", "replace"),
-        proc.stderr.decode("utf-8", "replace"),
-        home,
-        project,
-        hook_log=hook_log,
-    )
+    return GeminiRun(args, proc, home, project, hook_log=hook_log)

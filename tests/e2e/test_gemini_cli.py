@@ -14,6 +14,8 @@ outcome. The model never gives up by itself: every refusal is ignored, only the 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,6 +107,19 @@ class Gemini:
 
     def status(self, session_id: str) -> dict:
         return self.person.status(self.skill, session_id)
+
+    def today(self) -> dict:
+        """``status.py --today --json``: every session of the day, every host."""
+        proc = subprocess.run(
+            [sys.executable, str(self.skill / "skill" / "status.py"), "--today", "--json"],
+            env=self.person.env(),
+            cwd=str(self.person.project),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return json.loads(proc.stdout)
 
     def marker(self, name: str = "ran.txt") -> list:
         return lines(self.person.project / name)
@@ -306,6 +321,9 @@ def test_subagent_spend_counted_and_total_equals_tokens_times_table_on_three_mod
     assert sub_usd > 0 and status["by_agent"][sub_agents[0]] == pytest.approx(sub_usd, abs=1e-9)
     assert status["unpriced_models"] == []
     print(json.dumps({"expected_usd": expected, "status_usd": status["spend_usd"]}))
+    rows = gemini.today()["sessions"]
+    assert [(r["host"], r["session_id"]) for r in rows] == [("gemini", first.session_id)]
+    assert rows[0]["spend_usd"] == pytest.approx(expected, abs=1e-6)
 
 
 def test_router_calls_are_billed_but_never_written(tmp_path):

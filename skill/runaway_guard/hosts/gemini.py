@@ -122,18 +122,15 @@ def render(decision):
     the person. The same answer serves BeforeTool, BeforeModel and BeforeAgent."""
     if not decision:
         return ""
-    kind = decision["kind"]
-    model_text = decision.get("model") or ""
-    person_text = decision.get("person") or ""
-    if kind == TELL:
-        text = person_text or model_text
-        return jsonio.dumps({"systemMessage": text}) if text else ""
-    answer = {"decision": "deny", "reason": model_text or person_text or REFUSAL_PREFIX}
-    if kind == STOP:
-        answer["continue"] = False
-        answer["stopReason"] = answer["reason"]
-    if person_text:
-        answer["systemMessage"] = person_text
+    person = decision.get("person") or ""
+    reason = decision.get("model") or person
+    if decision["kind"] == TELL:
+        return jsonio.dumps({"systemMessage": person or reason}) if reason else ""
+    answer = {"decision": "deny", "reason": reason or REFUSAL_PREFIX}
+    if decision["kind"] == STOP:
+        answer.update({"continue": False, "stopReason": answer["reason"]})
+    if person:
+        answer["systemMessage"] = person
     return jsonio.dumps(answer)
 
 
