@@ -49,7 +49,8 @@ _GEMINI_EVENTS = frozenset(
 
 
 def _gemini(payload, environ):
-    if payload.get("hook_event_name") in _GEMINI_EVENTS:
+    event = payload.get("hook_event_name")
+    if isinstance(event, str) and event in _GEMINI_EVENTS:
         return True
     return "timestamp" in payload and "transcript_path" in payload and "tool_use_id" not in payload
 
