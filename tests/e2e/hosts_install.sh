@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Install the pinned host CLIs (Claude Code, Codex, Copilot CLI, Gemini CLI) for the end-to-end tests into
-# tests/e2e/.hosts/ (gitignored). Idempotent: does nothing when the pinned versions are
-# already installed. Prints the binary paths (claude, codex, ccusage, copilot, then gemini).
+# Install the pinned host CLIs (Claude Code, Codex, Copilot CLI, Qwen Code, OpenCode, Gemini CLI)
+# for the end-to-end tests into tests/e2e/.hosts/ (gitignored). Idempotent: does nothing when the
+# pinned versions are already installed. Prints the binary paths (claude, codex, ccusage, copilot,
+# qwen, opencode, then gemini).
 #
 # The versions are pinned here rather than in a package.json so that the install prefix stays
 # a throwaway folder: `npm install --prefix tests/e2e/.hosts <pkg>@<version>` writes its own
@@ -11,7 +12,6 @@ set -euo pipefail
 
 CLAUDE_VERSION="2.1.328"
 CODEX_VERSION="0.169.0"
-GEMINI_VERSION="0.61.0"
 # ccusage: the independent Codex cost figure test_codex.py compares with (runs with --offline).
 CCUSAGE_VERSION="20.0.24"
 # GitHub Copilot CLI: a small loader plus the native binary of this platform (an optional
@@ -24,7 +24,6 @@ claude_bin="$prefix/node_modules/.bin/claude"
 codex_bin="$prefix/node_modules/.bin/codex"
 ccusage_bin="$prefix/node_modules/.bin/ccusage"
 copilot_bin="$prefix/node_modules/.bin/copilot"
-gemini_bin="$prefix/node_modules/.bin/gemini"
 
 installed_version() {
   # $1: package name; prints the installed version or nothing
@@ -36,14 +35,12 @@ if [ "$(installed_version @anthropic-ai/claude-code)" != "$CLAUDE_VERSION" ] ||
    [ "$(installed_version @openai/codex)" != "$CODEX_VERSION" ] ||
    [ "$(installed_version ccusage)" != "$CCUSAGE_VERSION" ] ||
    [ "$(installed_version @github/copilot)" != "$COPILOT_VERSION" ] ||
-   [ "$(installed_version @google/gemini-cli)" != "$GEMINI_VERSION" ] ||
    [ ! -x "$claude_bin" ] || [ ! -x "$codex_bin" ] || [ ! -x "$ccusage_bin" ] ||
-   [ ! -x "$copilot_bin" ] || [ ! -x "$gemini_bin" ]; then
+   [ ! -x "$copilot_bin" ]; then
   mkdir -p "$prefix"
   npm install --prefix "$prefix" --no-audit --no-fund --save-exact --loglevel=error \
     "@anthropic-ai/claude-code@$CLAUDE_VERSION" "@openai/codex@$CODEX_VERSION" \
-    "ccusage@$CCUSAGE_VERSION" "@github/copilot@$COPILOT_VERSION" \
-    "@google/gemini-cli@$GEMINI_VERSION" >&2
+    "ccusage@$CCUSAGE_VERSION" "@github/copilot@$COPILOT_VERSION" >&2
 fi
 
 # Copilot unpacks its package (~235 MB) into COPILOT_CACHE_HOME on first start: once, here, in
@@ -58,4 +55,32 @@ echo "$claude_bin"
 echo "$codex_bin"
 echo "$ccusage_bin"
 echo "$copilot_bin"
+
+# Qwen Code (declares Node 22 or newer; runs on Node 20). Its own block so that each host's pin
+# moves alone.
+QWEN_VERSION="0.24.4"
+qwen_bin="$prefix/node_modules/.bin/qwen"
+if [ "$(installed_version @qwen-code/qwen-code)" != "$QWEN_VERSION" ] || [ ! -x "$qwen_bin" ]; then
+  npm install --prefix "$prefix" --no-audit --no-fund --save-exact --loglevel=error \
+    "@qwen-code/qwen-code@$QWEN_VERSION" >&2
+fi
+echo "$qwen_bin"
+
+# OpenCode: npm opencode-ai pulls its Bun-compiled binary in as an optional dependency
+# (opencode-linux-x64 & co.); node_modules/.bin/opencode is a small launcher that finds it.
+OPENCODE_VERSION="1.18.33"
+opencode_bin="$prefix/node_modules/.bin/opencode"
+if [ "$(installed_version opencode-ai)" != "$OPENCODE_VERSION" ] || [ ! -x "$opencode_bin" ]; then
+  npm install --prefix "$prefix" --no-audit --no-fund --save-exact --loglevel=error \
+    "opencode-ai@$OPENCODE_VERSION" >&2
+fi
+echo "$opencode_bin"
+
+# Gemini CLI (engines: node >= 20). Its install scripts (node-pty, keytar) are not needed headless.
+GEMINI_VERSION="0.61.0"
+gemini_bin="$prefix/node_modules/.bin/gemini"
+if [ "$(installed_version @google/gemini-cli)" != "$GEMINI_VERSION" ] || [ ! -x "$gemini_bin" ]; then
+  npm install --prefix "$prefix" --no-audit --no-fund --save-exact --loglevel=error \
+    "@google/gemini-cli@$GEMINI_VERSION" >&2
+fi
 echo "$gemini_bin"

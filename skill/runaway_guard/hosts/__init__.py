@@ -50,9 +50,16 @@ _GEMINI_EVENTS = frozenset(
 
 def _gemini(payload, environ):
     event = payload.get("hook_event_name")
-    if isinstance(event, str) and event in _GEMINI_EVENTS:
-        return True
-    return "timestamp" in payload and "transcript_path" in payload and "tool_use_id" not in payload
+    return isinstance(event, str) and event in _GEMINI_EVENTS
+
+
+def _qwen(payload, environ):
+    """Qwen Code's payloads carry the model's call id as `tool_call_id` (Claude Code never does)
+    and prompt ids `<session>########<n>`; Cursor's subagentStart has a tool_call_id too."""
+    if "conversation_id" in payload or "cursor_version" in payload:
+        return False
+    prompt_id = payload.get("prompt_id")
+    return "tool_call_id" in payload or (isinstance(prompt_id, str) and "########" in prompt_id)
 
 
 def _copilot(payload, environ):
@@ -71,6 +78,8 @@ def _copilot(payload, environ):
 # Checked in order, the first match wins. The order is a property of the set of hosts (several
 # payloads share fields), so it lives here and not in the host modules.
 SIGNATURES = (
+    ("opencode", _has("runaway_guard_plugin")),  # the guard's own plugin names itself
+    ("qwen", _qwen),
     ("cursor", _cursor),
     ("copilot", _copilot),
     ("codex", _has("turn_id")),
