@@ -26,6 +26,7 @@ It always exits 0 (a report); standard library only.
 """
 
 import argparse
+import http.server
 import json
 import os
 import platform
@@ -33,6 +34,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -44,10 +46,14 @@ GEN_VERSION = 5  # bump when a generator changes: old data is made again
 MB = 1 << 20
 
 STEADY_RATIO = 1.3  # x `python -I -S -c pass`
+TEAM_RATIO = 1.1  # a team configured, against the same steady call without
 COLD_LIMIT = 1.0  # seconds, at 500 MB
 MEMORY_LIMIT_MB = 64
-STATE_LIMIT_KB = 16
+STATE_LIMIT_KB = 32
 SUBAGENTS = 36
+# The late calls: the host writes the call LATE_S after its hook started (Claude Code flushes
+# every 100 ms); the guard must answer within LATE_MARGIN_S of that write.
+LATE_S, LATE_CALLS, LATE_MARGIN_S = 0.05, 10, 0.05
 
 
 # -- sessions on disk, made once --------------------------------------------------------------
@@ -183,22 +189,46 @@ def state_files(work):
 # -- measuring one session ---------------------------------------------------------------------
 
 
-def measure(ctx, host, size_mb, subagents, cold=True):
+class Series:
+    """One series of calls on a session: each step's lines appended, then the guard run."""
+
+    def __init__(self, ctx, host, info, env):
+        self.ctx, self.info, self.env = ctx, info, env
+        self.generator = session_files.GENERATORS[host]()
+        self.guard = [sys.executable, "-I", "-S", ctx.guard]
+        self.step = 0
+
+    def call(self, env=None, late=None):
+        """Run the guard on the next call; late: write its lines that many seconds after the
+        hook started instead of before."""
+        path, lines, payload = self.generator.step(self.info, self.step)
+        self.step += 1
+        writer = None
+        if late is None:
+            session_files.append_lines(path, lines)
+        else:
+            writer = threading.Timer(late, session_files.append_lines, (path, lines))
+            writer.start()
+        result = self.ctx.runner.run(self.guard, json.dumps(payload).encode(), env or self.env)
+        if writer:
+            writer.join()
+        check(result, f"{os.path.basename(self.env['RUNAWAY_GUARD_STATE_DIR'])} call")
+        return result
+
+
+def measure(ctx, host, size_mb, subagents, full=True):
+    """One session: cold (twice, the best) and cat; then the steady calls, each right after the
+    floor; with full, also the calls with a team configured and the late ones."""
     info = session_data(ctx.data, host, size_mb, subagents)
     warm_cache(info)
-    generator = session_files.GENERATORS[host]()
     work = os.path.join(ctx.data, "run", f"{host}-{size_mb}-{subagents}")
     row = {"host": host, "size": size_mb, "subagents": subagents, "files": len(info["files"])}
     row["bytes"] = sum(info["sizes"].values())
-    guard = [sys.executable, "-I", "-S", ctx.guard]
-    if cold:
+    if full:
         colds, rss = [], []
         for _ in range(2):
             shutil.rmtree(work, ignore_errors=True)
-            env = guard_env(work, info)
-            payload = json.dumps(generator.append(info, 0)).encode()
-            result = ctx.runner.run(guard, payload, env)
-            check(result, f"{host} {size_mb} MB cold")
+            result = Series(ctx, host, info, guard_env(work, info)).call()
             colds.append(result[0])
             rss.append(result[1])
             undo_appends(info)
@@ -207,19 +237,33 @@ def measure(ctx, host, size_mb, subagents, cold=True):
         row["cat"] = min(cats)
     shutil.rmtree(work, ignore_errors=True)
     env = guard_env(work, info)
-    check(ctx.runner.run(guard, json.dumps(generator.append(info, 0)).encode(), env), "first")
-    floors, steadies, rss = [], [], []
-    for step in range(1, ctx.calls + 1):
+    series = Series(ctx, host, info, env)
+    series.call()  # the first call: the cold read
+    with_team = None
+    if full:
+        with_team = team_env(env, ctx.team_url)
+        series.call(with_team)  # starts the refresh that fills the team's cache
+        cache = os.path.join(work, "state", "team", "cache.json")
+        deadline = time.monotonic() + 10
+        while not os.path.exists(cache) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    floors, steadies, rss, teams = [], [], [], []
+    for _ in range(ctx.calls):
         floors.append(ctx.runner.run([sys.executable, "-I", "-S", "-c", "pass"])[0])
-        payload = json.dumps(generator.append(info, step)).encode()
-        result = ctx.runner.run(guard, payload, env)
-        check(result, f"{host} {size_mb} MB steady")
+        result = series.call()
         steadies.append(result[0])
         rss.append(result[1])
+        if with_team:
+            teams.append(series.call(with_team)[0])
     row["floor"] = statistics.median(floors)
     row["steady"] = statistics.median(steadies)
-    row["ratio"] = row["steady"] / row["floor"]
+    # each call against the floor just before it: the machine's load drifts less between two
+    # neighbouring runs than across the whole series
+    row["ratio"] = statistics.median(s / f for s, f in zip(steadies, floors))
     row["steady_rss"] = max(rss)
+    if with_team:
+        row["team_ratio"] = statistics.median(t / s for t, s in zip(teams, steadies))
+        row["late"] = statistics.median(series.call(late=LATE_S)[0] for _ in range(LATE_CALLS))
     files = state_files(work)
     row["state"] = sum(os.path.getsize(p) for p in files if p.endswith(".json"))
     row["ledger"] = sum(os.path.getsize(p) for p in files if p.endswith(".ledger"))
@@ -231,12 +275,10 @@ def measure_prune(ctx, host, sessions=1000):
     """The call that prunes (once a day) against the calls around it, with `sessions` old
     sessions' files in the state dir."""
     info = session_data(ctx.data, host, 10, 1)
-    generator = session_files.GENERATORS[host]()
     work = os.path.join(ctx.data, "run", "prune")
     shutil.rmtree(work, ignore_errors=True)
-    env = guard_env(work, info)
-    guard = [sys.executable, "-I", "-S", ctx.guard]
-    ctx.runner.run(guard, json.dumps(generator.append(info, 0)).encode(), env)
+    series = Series(ctx, host, info, guard_env(work, info))
+    series.call()
     folder = os.path.join(work, "state", "sessions", host)
     old = time.time() - 40 * 86400
     for number in range(sessions):
@@ -246,16 +288,57 @@ def measure_prune(ctx, host, sessions=1000):
                 handle.write("{}" if suffix == ".json" else "")
             os.utime(path, (old, old))
     marker = os.path.join(work, "state", "sessions", ".pruned")
-    times = {"plain": [], "pruning": []}
-    for step in range(1, 8):
-        due = step == 4
-        if due and os.path.exists(marker):
+    plain, pruning = [], None
+    for step in range(7):
+        if step == 3 and os.path.exists(marker):
             os.utime(marker, (old, old))
-        payload = json.dumps(generator.append(info, step)).encode()
-        times["pruning" if due else "plain"].append(ctx.runner.run(guard, payload, env)[0])
+            pruning = series.call()[0]
+        else:
+            plain.append(series.call()[0])
     left = len([n for n in os.listdir(folder) if n.startswith("old-")])
     undo_appends(info)
-    return statistics.median(times["plain"]), times["pruning"][0], sessions, left
+    return statistics.median(plain), pruning or float("nan"), sessions, left
+
+
+# -- a team configured: a stand-in for the Pushgateway and Prometheus ----------------------------
+
+
+class _TeamServers(http.server.BaseHTTPRequestHandler):
+    """Accepts every push; every query answers "no spend on the other machines"."""
+
+    def log_message(self, *args):
+        pass
+
+    def _answer(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = b""
+        if self.command == "GET":
+            body = b'{"status":"success","data":{"resultType":"vector","result":[]}}'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_PUT = do_DELETE = _answer
+
+
+def team_servers():
+    """The stand-in's URL (one port answers for both servers)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _TeamServers)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def team_env(env, url):
+    return {
+        **env,
+        "RUNAWAY_GUARD_TEAM": "bench",
+        "RUNAWAY_GUARD_USER": "bench",
+        "RUNAWAY_GUARD_PUSHGATEWAY_URL": url,
+        "RUNAWAY_GUARD_PROMETHEUS_URL": url,
+        "RUNAWAY_GUARD_TEAM_MONTHLY_USD": "1000000",
+        "RUNAWAY_GUARD_PERSON_DAILY_USD": "1000000",
+    }
 
 
 # -- the report ----------------------------------------------------------------------------------
@@ -293,34 +376,44 @@ def report(ctx, rows, flats, prune, missing):
     print(f"guard: {ctx.guard}")
     print(
         f"steady: median of {ctx.calls} calls, each right after `python -I -S -c pass` (the "
-        "floor, its median beside it); cold: the first call, no state; cat: the same files"
+        "floor; ratio: the median of each call's ratio to its floor); cold: the first call, no "
+        "state, best of 2; cat: the same files; team: a team configured, each call against the "
+        f"steady call before it; late: the host writes the call {LATE_S * 1000:.0f} ms after "
+        "the hook started"
     )
     print()
     header = (
-        "| host    | session        |  steady |   floor | ratio |    cold |     cat | peak RSS "
-        "|  state | result |"
+        "| host     | session     |  steady |   floor | ratio |    cold |     cat | peak RSS "
+        "|   state |  team |    late | result |"
     )
     print(header)
     print("|" + "|".join("-" * len(part) for part in header.split("|")[1:-1]) + "|")
     failures = 0
     for row in rows:
-        checks = [row["ratio"] <= STEADY_RATIO, row["state"] <= STATE_LIMIT_KB * 1024]
         rss = max(row["steady_rss"], row.get("cold_rss", 0))
-        checks.append(rss <= MEMORY_LIMIT_MB)
+        checks = [
+            row["ratio"] <= STEADY_RATIO,
+            row["state"] <= STATE_LIMIT_KB * 1024,
+            rss <= MEMORY_LIMIT_MB,
+            row["team_ratio"] <= TEAM_RATIO,
+            row["late"] <= LATE_S + LATE_MARGIN_S,
+        ]
         if row["size"] >= 500:
             checks.append(row["cold"] <= COLD_LIMIT)
         failures += not all(checks)
         session = f"{row['size']} MB + {row['subagents']}"
         print(
-            f"| {row['host']:<7} | {session:<14} | {fmt_time(row['steady']):>7} "
+            f"| {row['host']:<8} | {session:<11} | {fmt_time(row['steady']):>7} "
             f"| {fmt_time(row['floor']):>7} | {row['ratio']:>5.2f} "
             f"| {fmt_time(row['cold']):>7} | {fmt_time(row['cat']):>7} | {rss:>5.1f} MB "
-            f"| {row['state'] / 1024:>3.1f} KB | {verdict(all(checks)):<6} |"
+            f"| {row['state'] / 1024:>4.1f} KB | {row['team_ratio']:>5.2f} "
+            f"| {fmt_time(row['late']):>7} | {verdict(all(checks)):<6} |"
         )
     print()
     print(
         f"targets: steady <= {STEADY_RATIO}x the floor; cold <= {COLD_LIMIT:g} s at 500 MB; "
-        f"peak RSS <= {MEMORY_LIMIT_MB} MB; state <= {STATE_LIMIT_KB} KB"
+        f"peak RSS <= {MEMORY_LIMIT_MB} MB; state <= {STATE_LIMIT_KB} KB; a team adds <= "
+        f"{(TEAM_RATIO - 1) * 100:.0f} %; late <= the write + {LATE_MARGIN_S * 1000:.0f} ms"
     )
     for row in rows:
         print(
@@ -336,7 +429,7 @@ def report(ctx, rows, flats, prune, missing):
             spread = [ratio for _, ratio in by_size + by_files]
             ok = max(spread) <= STEADY_RATIO
             failures += not ok
-            print(f"  {host:<7} {sizes}; {files or 'one file: n/a'}  {verdict(ok)}")
+            print(f"  {host:<8} {sizes}; {files or 'one file: n/a'}  {verdict(ok)}")
     if prune:
         plain, pruning, sessions, left = prune
         print()
@@ -418,30 +511,35 @@ PHASE_ORDER = (
 
 
 def breakdown(ctx, hosts_to_run):
+    size = ctx.sizes[0]
     print()
     print(f"machine: {machine()}")
-    print(f"where a steady call's time goes: medians of {ctx.calls} calls, 100 MB + 36")
+    print(f"where a steady call's time goes: medians of {ctx.calls} calls, {size} MB + 36")
     for host in hosts_to_run:
-        info = session_data(ctx.data, host, 100, SUBAGENTS)
-        generator = session_files.GENERATORS[host]()
+        info = session_data(ctx.data, host, size, SUBAGENTS)
         work = os.path.join(ctx.data, "run", f"breakdown-{host}")
         shutil.rmtree(work, ignore_errors=True)
         env = guard_env(work, info)
-        guard = [sys.executable, "-I", "-S", ctx.guard]
-        ctx.runner.run(guard, json.dumps(generator.append(info, 0)).encode(), env)
+        series = Series(ctx, host, info, env)
+        series.call()
         child = PHASES.replace("SKILL", repr(ctx.skill)).replace("ENV", repr(env))
         rows, floors, imports = [], [], {}
-        for step in range(1, ctx.calls + 1):
+        for _ in range(ctx.calls):
             floors.append(ctx.runner.run([sys.executable, "-I", "-S", "-c", "pass"])[0])
-            payload = json.dumps(generator.append(info, step)).encode()
+            path, lines, payload = series.generator.step(info, series.step)
+            series.step += 1
+            session_files.append_lines(path, lines)
             out = subprocess.run(
-                [sys.executable, "-I", "-S", "-c", child], input=payload, capture_output=True
+                [sys.executable, "-I", "-S", "-c", child],
+                input=json.dumps(payload).encode(),
+                capture_output=True,
             )
             rows.append(json.loads(out.stdout or b"{}"))
-        payload = json.dumps(generator.append(info, ctx.calls + 1)).encode()
+        path, lines, payload = series.generator.step(info, series.step)
+        session_files.append_lines(path, lines)
         traced = subprocess.run(
             [sys.executable, "-I", "-S", "-X", "importtime", ctx.guard],
-            input=payload,
+            input=json.dumps(payload).encode(),
             capture_output=True,
             env=env,
         )
@@ -495,17 +593,18 @@ def main():
     parser.add_argument("--no-flat", action="store_true", help="skip the flatness runs")
     parser.add_argument("--breakdown", action="store_true", help="where the time goes")
     parser.add_argument("--skill", default=os.path.join(ROOT, "skill"), help="skill folder")
+    parser.add_argument("--guard", help="guard.py of the skill to measure (sets --skill)")
     parser.add_argument("--data", default=os.path.join(HERE, ".data"), help="sessions folder")
     args = parser.parse_args()
     ctx = Context()
-    ctx.skill = os.path.abspath(args.skill)
+    ctx.skill = os.path.abspath(os.path.dirname(args.guard) if args.guard else args.skill)
     ctx.guard = os.path.join(ctx.skill, "guard.py")
     ctx.data = os.path.abspath(args.data)
     ctx.calls = max(5, args.calls)
-    sizes = [int(size) for size in args.sizes.split(",") if size]
+    ctx.sizes = [int(size) for size in args.sizes.split(",") if size]
     flat = not args.no_flat
     if args.quick:
-        sizes, ctx.calls, flat = [10], min(ctx.calls, 10), False
+        ctx.sizes, ctx.calls, flat = [10], min(ctx.calls, 10), False
     os.makedirs(ctx.data, exist_ok=True)
     ctx.runner = Runner(ctx.data)
     names = registered_hosts(ctx.skill)
@@ -519,21 +618,25 @@ def main():
     if args.breakdown:
         breakdown(ctx, hosts_to_run)
         return 0
-    rows = [measure(ctx, host, size, SUBAGENTS) for size in sizes for host in hosts_to_run]
+    for size in ctx.sizes:  # make the sessions first, so the timings below run back to back
+        for host in hosts_to_run:
+            session_data(ctx.data, host, size, SUBAGENTS)
+    ctx.team_url = team_servers()
+    rows = [measure(ctx, host, size, SUBAGENTS) for size in ctx.sizes for host in hosts_to_run]
     flats = []
     if flat:
         for host in hosts_to_run:
             by_size = [(row["size"], row["ratio"]) for row in rows if row["host"] == host]
             for size in (10, 100, 500):
-                if size not in sizes:
-                    row = measure(ctx, host, size, SUBAGENTS, cold=False)
+                if size not in ctx.sizes:
+                    row = measure(ctx, host, size, SUBAGENTS, full=False)
                     by_size.append((size, row["ratio"]))
             by_files = []
             if session_files.GENERATORS[host].subagent_files:
                 for count in (1, SUBAGENTS, 200):
                     ratio = dict(by_size).get(100) if count == SUBAGENTS else None
                     if ratio is None:
-                        ratio = measure(ctx, host, 100, count, cold=False)["ratio"]
+                        ratio = measure(ctx, host, 100, count, full=False)["ratio"]
                     by_files.append((count, ratio))
             flats.append((host, sorted(by_size), by_files))
     prune = measure_prune(ctx, hosts_to_run[0]) if hosts_to_run and not args.quick else None

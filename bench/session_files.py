@@ -9,9 +9,11 @@ A generator is a class registered in GENERATORS under the host's NAME, with:
   each of `subagents` subagent files is 1 % of it) under folder; info is a JSON-able dict with
   at least "files" (every file written, the main one first) and "env" (what the hook's
   environment needs besides the state dir, e.g. a host's home);
-- append(info, step) -> payload: append what one tool call adds (a response with its usage,
-  the call, its result; the records around them) and return the hook payload of the next call.
-  Records appended carry today's time, so each call also updates the day's spend.
+- step(info, n) -> (path, lines, payload): what the host writes before the hook of its n-th
+  call runs (the previous call's outcome, then the response that makes this call, with its
+  usage), the file it goes to, and the hook payload of that call. The bench appends the lines,
+  at once or late. Records carry today's time, so each call also updates the day's spend. A
+  generator remembers its previous call: one instance per series of calls.
 
 Standard library only; deterministic (seeded) except for the time of appended records.
 """
@@ -282,25 +284,32 @@ class Claude:
             files.append(path)
         return {"files": files, "cwd": project, "n": writer.n, "env": {}}
 
-    def append(self, info, step):
+    def __init__(self):
+        self.previous = None
+
+    def step(self, info, step):
         writer = ClaudeWriter(random.Random(10_000 + step), info["cwd"])
         writer.n = info["n"] + 10 * step
         writer.when = now_stamp()
         index = 10_000_000 + step
         tool_id = f"toolu_01Steady{index:016d}"
-        lines = writer.response(index, tool_id, {"command": f"echo {step}"})
-        lines.append(writer.result(tool_id, f"step {step}\n" + body(writer.rng, 200, 3000)))
-        append_lines(info["files"][0], lines)
-        return {
+        lines = []
+        if self.previous:
+            output = f"step {step}\n" + body(writer.rng, 200, 3000)
+            lines.append(writer.result(self.previous, output))
+        lines += writer.response(index, tool_id, {"command": f"echo {step}"})
+        self.previous = tool_id
+        payload = {
             "session_id": ClaudeWriter.SESSION,
             "transcript_path": info["files"][0],
             "cwd": info["cwd"],
             "permission_mode": "default",
             "hook_event_name": "PreToolUse",
             "tool_name": "Bash",
-            "tool_input": {"command": f"echo next {step}", "description": "Echo"},
-            "tool_use_id": f"toolu_01Next{index:016d}",
+            "tool_input": {"command": f"echo {step}", "description": "Echo"},
+            "tool_use_id": tool_id,
         }
+        return info["files"][0], lines, payload
 
 
 # -- Codex --------------------------------------------------------------------------------------
@@ -371,6 +380,11 @@ class CodexWriter:
         )
 
     def call(self, index, call_id, command, output, exit_code):
+        head = self.call_head(index, call_id, command)
+        return head + self.call_tail(index, call_id, command, output, exit_code)
+
+    def call_head(self, index, call_id, command):
+        """What Codex writes before it runs the call's hook: the response and its usage."""
         rng = self.rng
         lines = [self.turn_context(index)] if index % 20 == 0 else []
         reasoning = {
@@ -406,6 +420,12 @@ class CodexWriter:
             "usage": usage,
         }
         lines.append(self._line("token_usage_record", record))
+        self.last_usage = usage
+        return lines
+
+    def call_tail(self, index, call_id, command, output, exit_code):
+        """What Codex writes once the call ran: its outcome and the running token count."""
+        lines = []
         item = {
             "type": "CommandExecution",
             "id": call_id,
@@ -430,7 +450,7 @@ class CodexWriter:
         lines.append(self._line("response_item", result))
         info = {
             "total_token_usage": dict(self.total),
-            "last_token_usage": usage,
+            "last_token_usage": self.last_usage,
             "model_context_window": 258400,
         }
         count = {
@@ -499,18 +519,26 @@ class Codex:
             "env": {"CODEX_HOME": os.path.join(folder, "home")},
         }
 
-    def append(self, info, step):
+    def __init__(self):
+        self.writer = self.previous = None
+
+    def step(self, info, step):
         root = CodexWriter.ROOT
-        writer = CodexWriter(random.Random(20_000 + step), info["cwd"], root, root)
-        writer.ordinal = info["ordinal"] + 10 * step
-        writer.total = dict(info["total"])
+        if self.writer is None:
+            self.writer = CodexWriter(random.Random(20_000), info["cwd"], root, root)
+            self.writer.ordinal = info["ordinal"]
+            self.writer.total = dict(info["total"])
+        writer = self.writer
         writer.when = now_stamp()
         index = 10_000_000 + step
         call_id = f"call_steady{index:012d}"
-        lines = writer.call(index, call_id, f"echo {step}", f"step {step}\n", 0)
-        info["total"] = writer.total
-        append_lines(info["files"][0], lines)
-        return {
+        lines = []
+        if self.previous:
+            done = f"echo {step - 1}"
+            lines += writer.call_tail(index - 1, self.previous, done, f"step {step - 1}\n", 0)
+        lines += writer.call_head(index, call_id, f"echo {step}")
+        self.previous = call_id
+        payload = {
             "session_id": root,
             "turn_id": f"{root[:-8]}00000000",
             "transcript_path": info["files"][0],
@@ -519,9 +547,10 @@ class Codex:
             "model": "gpt-5.5",
             "permission_mode": "default",
             "tool_name": "Bash",
-            "tool_input": {"command": f"echo next {step}"},
-            "tool_use_id": f"call_next{index:012d}",
+            "tool_input": {"command": f"echo {step}"},
+            "tool_use_id": call_id,
         }
+        return info["files"][0], lines, payload
 
 
 # -- Copilot CLI --------------------------------------------------------------------------------
@@ -636,24 +665,319 @@ class Copilot:
         write_until(events, size_mb * MB, make_lines)
         return {"files": [events], "cwd": project, "n": writer.n, "env": {"COPILOT_HOME": home}}
 
-    def append(self, info, step):
+    def __init__(self):
+        self.previous = None
+
+    def step(self, info, step):
         writer = CopilotWriter(random.Random(30_000 + step), info["cwd"])
-        writer.n = info["n"] + 10 * step
+        writer.n = info["n"] + 20 * step
         writer.when = now_stamp()
         index = 10_000_000 + step
-        command = {"command": f"echo next {step}", "description": "echo"}
-        # the previous call's outcome and this call's hook.start, as Copilot writes them
-        done = {"command": f"echo next {step - 1}", "description": "echo"}
-        previous = f"call_steady{index - 1:012d}"
-        lines = writer.turn(index - 1, call_id=previous, command=done, output=f"{step}\n")[-2:]
+        command = {"command": f"echo {step}", "description": "echo"}
+        lines = []
+        if self.previous:
+            done = {"command": f"echo {step - 1}", "description": "echo"}
+            turn = writer.turn(index - 1, call_id=self.previous, command=done, output=f"{step}\n")
+            lines += turn[-2:]  # the previous call's completion and the end of its turn
+        call_id = f"call_steady{index:012d}"
         # this call's response, its usage and its hook.start, as Copilot writes them before the
         # hook runs
-        lines += writer.turn(index, call_id=f"call_steady{index:012d}", command=command)[:4]
-        append_lines(info["files"][0], lines)
-        return {
+        lines += writer.turn(index, call_id=call_id, command=command)[:4]
+        self.previous = call_id
+        payload = {
             "sessionId": CopilotWriter.SESSION,
             "timestamp": int(time.time() * 1000),
             "cwd": info["cwd"],
             "toolName": "bash",
             "toolArgs": command,
         }
+        return info["files"][0], lines, payload
+
+
+# -- Gemini CLI ---------------------------------------------------------------------------------
+
+
+class GeminiWriter:
+    """One Gemini CLI chat file: each model message once when it is answered, and again whole
+    once its tool call ran (with the call's result); `$set` lines between them."""
+
+    SESSION = "d72b7869-0000-4000-8000-00000000beef"
+    DESCRIPTION = TEXT[:1800]  # the tool's description, recorded with every call
+
+    def __init__(self, rng, agent=None):
+        self.rng, self.agent = rng, agent
+        self.n = 0
+        self.when = None
+
+    def header(self):
+        kind = "subagent" if self.agent else "main"
+        return dumps(
+            {
+                "sessionId": self.SESSION,
+                "projectHash": "860bccfb1105b325f47b9686b4e8d75b0a37ec08631e6c172cc570082ecc",
+                "startTime": "2026-11-30T00:00:00.000Z",
+                "lastUpdated": "2026-11-30T00:00:00.000Z",
+                "kind": kind,
+            }
+        )
+
+    def message(self, index):
+        rng = self.rng
+        self.n += 1
+        inp = rng.randint(5_000, 150_000)
+        return {
+            "id": f"{index:016x}{self.agent or ''}",
+            "timestamp": self.when or stamp(self.n),
+            "type": "gemini",
+            "content": body(rng, 0, 400),
+            "thoughts": [],
+            "tokens": {
+                "input": inp,
+                "output": rng.randint(20, 3000),
+                "cached": inp * 9 // 10,
+                "thoughts": rng.randint(0, 500),
+                "tool": 0,
+                "total": inp,
+            },
+            "model": "gemini-2.5-pro" if not self.agent else "gemini-2.5-flash",
+        }
+
+    def answered(self, message, call_id, command):
+        return dumps(dict(message, toolCalls=[self.tool_call(call_id, command, None)]))
+
+    def tool_call(self, call_id, command, output):
+        call = {
+            "id": call_id,
+            "name": "run_shell_command",
+            "args": {"command": command},
+            "status": "executing" if output is None else "success",
+            "timestamp": self.when or stamp(self.n),
+            "description": self.DESCRIPTION,
+        }
+        if output is not None:
+            text = f"Command: {command}\nOutput: {output}\nExit Code: 0"
+            response = {"id": call_id, "name": "run_shell_command", "response": {"output": text}}
+            call["result"] = [{"functionResponse": response}]
+            call["resultDisplay"] = output
+        return call
+
+    def set_updated(self):
+        return dumps({"$set": {"lastUpdated": self.when or stamp(self.n)}})
+
+    def turn(self, index, call_id=None, command=None, output=None):
+        rng = self.rng
+        call_id = call_id or f"run_shell_command_{index:016x}{self.agent or ''}"
+        command = command or f"pytest -q t{index % 97}"
+        if output is None:
+            big = rng.random() < 0.02
+            output = body(rng, 100_000, 300_000) if big else body(rng, 300, 12_000)
+        message = self.message(index)
+        done = dict(message, toolCalls=[self.tool_call(call_id, command, output)])
+        return [dumps(message), self.set_updated(), dumps(done), self.set_updated()]
+
+
+@host("gemini")
+class Gemini:
+    """`~/.gemini/tmp/<project>/chats/session-<time>-<id8>.jsonl`, and a subagent's
+    `chats/<session id>/<agent id>.jsonl`."""
+
+    subagent_files = True
+
+    def make(self, folder, size_mb, subagents):
+        project = os.path.join(folder, "project")
+        chats = os.path.join(folder, "home", ".gemini", "tmp", "project", "chats")
+        os.makedirs(project, exist_ok=True)
+        os.makedirs(os.path.join(chats, GeminiWriter.SESSION), exist_ok=True)
+        main = os.path.join(chats, f"session-2026-11-30T00-00-{GeminiWriter.SESSION[:8]}.jsonl")
+        writer = GeminiWriter(random.Random(4))
+
+        def lines_of(writer):
+            def make_lines(index):
+                return ([writer.header()] if index == 0 else []) + writer.turn(index)
+
+            return make_lines
+
+        write_until(main, size_mb * MB, lines_of(writer))
+        files = [main]
+        for number in range(subagents):
+            agent = f"a{number:08x}-0000-4000-8000-000000000000"
+            sub = GeminiWriter(random.Random(400 + number), agent)
+            path = os.path.join(chats, GeminiWriter.SESSION, f"{agent}.jsonl")
+            write_until(path, int(size_mb * MB * SUBAGENT_SHARE), lines_of(sub))
+            files.append(path)
+        return {"files": files, "cwd": project, "n": writer.n, "env": {}}
+
+    def __init__(self):
+        self.previous = None
+
+    def step(self, info, step):
+        writer = GeminiWriter(random.Random(40_000 + step))
+        writer.n = info["n"] + 10 * step
+        writer.when = now_stamp()
+        index = 10_000_000 + step
+        lines = []
+        if self.previous:
+            message, call_id, command = self.previous
+            done = dict(message, toolCalls=[writer.tool_call(call_id, command, f"{step}\n")])
+            lines += [dumps(done), writer.set_updated()]
+        message = writer.message(index)
+        call_id, command = f"run_shell_command_steady_{index}", f"echo {step}"
+        lines += [dumps(message), writer.set_updated(), writer.answered(message, call_id, command)]
+        self.previous = (message, call_id, command)
+        payload = {
+            "session_id": GeminiWriter.SESSION,
+            "transcript_path": info["files"][0],
+            "cwd": info["cwd"],
+            "hook_event_name": "BeforeTool",
+            "timestamp": now_stamp(),
+            "tool_name": "run_shell_command",
+            "tool_input": {"command": command},
+        }
+        return info["files"][0], lines, payload
+
+
+# -- Qwen Code ----------------------------------------------------------------------------------
+
+
+class QwenWriter:
+    """One Qwen Code chat file: per response an `api_response` telemetry record and the
+    assistant record with its function call; per call its tool_result."""
+
+    SESSION = "0edd9bc4-0000-4000-8000-00000000beef"
+
+    def __init__(self, rng, cwd, agent=None):
+        self.rng, self.cwd, self.agent = rng, cwd, agent
+        self.n = 0
+        self.parent = None
+        self.when = None
+
+    def _record(self, kind, rest):
+        self.n += 1
+        uuid = f"{self.n:08x}-{len(self.agent or ''):04x}-4000-8000-{self.n:012x}"
+        record = {
+            "uuid": uuid,
+            "parentUuid": self.parent,
+            "sessionId": self.SESSION,
+            "timestamp": self.when or stamp(self.n),
+            "type": kind,
+            "provenance": kind,
+            "cwd": self.cwd,
+            "version": "0.24.4",
+            **rest,
+        }
+        self.parent = uuid
+        return dumps(record)
+
+    def response(self, index, call_id, command, agent=None):
+        rng = self.rng
+        inp = rng.randint(5_000, 150_000)
+        out = rng.randint(20, 3000)
+        event = {
+            "event.name": "qwen-code.api_response",
+            "event.timestamp": self.when or stamp(self.n),
+            "response_id": f"chatcmpl-{index:016x}{agent or ''}",
+            "model": "gpt-4.1-2025-04-14",
+            "status_code": 200,
+            "duration_ms": 678,
+            "input_token_count": inp,
+            "output_token_count": out,
+            "cached_content_token_count": inp * 9 // 10,
+            "thoughts_token_count": 0,
+            "total_token_count": inp + out,
+            "prompt_id": f"{self.SESSION}########0",
+            "auth_type": "openai",
+        }
+        if agent:
+            event["subagent_id"] = agent
+        telemetry = {"subtype": "ui_telemetry", "systemPayload": {"uiEvent": event}}
+        call = {"id": call_id, "name": "run_shell_command", "args": {"command": command}}
+        assistant = {
+            "model": "gpt-4.1",
+            "message": {
+                "role": "model",
+                "parts": [{"text": body(rng, 0, 600)}, {"functionCall": call}],
+            },
+            "usageMetadata": {
+                "promptTokenCount": inp,
+                "candidatesTokenCount": out,
+                "thoughtsTokenCount": 0,
+                "totalTokenCount": inp + out,
+                "cachedContentTokenCount": inp * 9 // 10,
+            },
+            "contextWindowSize": 131072,
+        }
+        return [self._record("system", telemetry), self._record("assistant", assistant)]
+
+    def result(self, call_id, command, output):
+        text = f"Command: {command}\nOutput: {output}\nExit Code: 0"
+        response = {"id": call_id, "name": "run_shell_command", "response": {"output": text}}
+        display = {"type": "shell_result", "exitCode": 0, "outcome": "completed", "output": output}
+        rest = {
+            "message": {"role": "user", "parts": [{"functionResponse": response}]},
+            "toolCallResult": {"callId": call_id, "status": "success", "resultDisplay": display},
+        }
+        return self._record("tool_result", rest)
+
+    def turn(self, index):
+        rng = self.rng
+        call_id = f"call_{index:016x}{self.agent or ''}"
+        big = rng.random() < 0.02
+        output = body(rng, 100_000, 300_000) if big else body(rng, 300, 12_000)
+        command = f"pytest -q t{index % 97}"
+        return [*self.response(index, call_id, command), self.result(call_id, command, output)]
+
+
+@host("qwen")
+class Qwen:
+    """`~/.qwen/projects/<slug>/chats/<session>.jsonl` (every response's telemetry, the
+    subagents' too) and `<slug>/subagents/<session>/agent-<id>.jsonl`."""
+
+    subagent_files = True
+
+    def make(self, folder, size_mb, subagents):
+        project = os.path.join(folder, "project")
+        slug = os.path.join(folder, "home", ".qwen", "projects", "-project")
+        main = os.path.join(slug, "chats", f"{QwenWriter.SESSION}.jsonl")
+        subs = os.path.join(slug, "subagents", QwenWriter.SESSION)
+        os.makedirs(project, exist_ok=True)
+        os.makedirs(os.path.dirname(main), exist_ok=True)
+        os.makedirs(subs, exist_ok=True)
+        writer = QwenWriter(random.Random(5), project)
+        write_until(main, size_mb * MB, writer.turn)
+        files = [main]
+        for number in range(subagents):
+            agent = f"general-purpose-call_{number:012x}"
+            sub = QwenWriter(random.Random(500 + number), project, agent)
+            path = os.path.join(subs, f"agent-{agent}.jsonl")
+            write_until(path, int(size_mb * MB * SUBAGENT_SHARE), sub.turn)
+            files.append(path)
+        return {"files": files, "cwd": project, "n": writer.n, "env": {}}
+
+    def __init__(self):
+        self.previous = None
+
+    def step(self, info, step):
+        writer = QwenWriter(random.Random(50_000 + step), info["cwd"])
+        writer.n = info["n"] + 10 * step
+        writer.when = now_stamp()
+        index = 10_000_000 + step
+        lines = []
+        if self.previous:
+            lines.append(writer.result(self.previous, f"echo {step - 1}", f"{step}\n"))
+        call_id = f"call_steady{index:012d}"
+        lines += writer.response(index, call_id, f"echo {step}")
+        self.previous = call_id
+        payload = {
+            "session_id": QwenWriter.SESSION,
+            "transcript_path": info["files"][0],
+            "cwd": info["cwd"],
+            "hook_event_name": "PreToolUse",
+            "timestamp": now_stamp(),
+            "permission_mode": "yolo",
+            "prompt_id": f"{QwenWriter.SESSION}########0",
+            "tool_name": "run_shell_command",
+            "tool_input": {"command": f"echo {step}"},
+            "tool_use_id": f"toolu_{index}",
+            "tool_call_id": call_id,
+        }
+        return info["files"][0], lines, payload

@@ -193,6 +193,10 @@ class Ledger:
         self._pending_owner = {}
         self._gen = 0
         self._trim_at = 2 * RECENT
+        # The quoted id of the call being judged, and whether a line read so far holds it
+        # (the host has written the call itself: see hook._catch_up).
+        self.watch = None
+        self.watched = False
 
     def __enter__(self):
         private_dir(self.state_dir)
@@ -432,6 +436,12 @@ class Ledger:
 
     def outcome(self, agent, tool_use_id, failed, outcome):
         """An outcome a post-tool hook reported (the host's files show it late, or never)."""
+        if tool_use_id:
+            reported = self.state.setdefault("reported", [])
+            if tool_use_id in reported:
+                return  # the same outcome reported through a second install
+            reported.append(tool_use_id)
+            del reported[:-64]
         if tool_use_id in self._pending_owner:
             self.result(tool_use_id, "fail" if failed else "ok", outcome)
             return

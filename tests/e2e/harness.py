@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import pins
 import pytest
 
 HERE = Path(__file__).resolve().parent
@@ -30,13 +31,31 @@ INSTALL_HINT = "run `bash tests/e2e/hosts_install.sh` to install the pinned host
 # call; every scripted response here waits this long first, like a (very fast) real model.
 LATENCY = 0.3
 
-_DROP = ("CLAUDE_", "CLAUDECODE", "CODEX_", "RUNAWAY_GUARD_", "ANTHROPIC_", "OPENAI_", "XDG_")
+_DROP = (
+    "CLAUDE_",
+    "CLAUDECODE",
+    "CODEX_",
+    "RUNAWAY_GUARD_",
+    "ANTHROPIC_",
+    "OPENAI_",
+    "XDG_",
+    "GEMINI_",  # GEMINI_CLI_HOME would move the installer's ~/.gemini
+    "GOOGLE_",
+)
 
 
-def require_cli(path, name: str) -> str:
-    """The CLI's path, or a test FAILURE (never a skip) that says how to install it."""
+def require_cli(path, name: str, package=None, variable=None) -> str:
+    """The CLI's path, or a test FAILURE (never a skip) that says how to install it.
+
+    With ``package`` (npm) and ``variable`` (``RUNAWAY_GUARD_<HOST>_VERSION``), the installed
+    version must also be the one asked for, so a run never reports on another version than
+    the one named.
+    """
     if not path or not Path(path).exists():
         pytest.fail(f"{name} CLI not found at {path}: {INSTALL_HINT}", pytrace=False)
+    wrong = package and variable and pins.mismatch(package, variable)
+    if wrong:
+        pytest.fail(f"{wrong}: {INSTALL_HINT}", pytrace=False)
     return str(path)
 
 
@@ -152,6 +171,22 @@ class Person:
     def hook_log(self) -> str:
         path = self.state_dir / "hook.log"
         return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+# Calls that repeat without looping, never to be refused: a poll whose output changes each time
+# (6 times: file `c` ends at 6), then three rounds of edit-and-retest whose test (check.py, to be
+# written as CHECK_PY) fails until the third edit (runs.txt gets one "v" a round).
+POLL = "n=$(cat c 2>/dev/null || echo 0); echo $((n+1)) > c; echo $n"
+CHECK_PY = "import sys\nv = 0\nsys.exit(0 if v >= 3 else 1)\n"
+
+
+def benign_commands() -> list:
+    commands = [POLL] * 6
+    for v in range(1, 4):
+        commands.append(f"sed -i 's/^v = .*/v = {v}/' check.py")
+        commands.append("python3 check.py; echo v >> runs.txt")
+        commands.append("python3 check.py")
+    return commands
 
 
 def lines(path) -> list:

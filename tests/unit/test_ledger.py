@@ -317,3 +317,13 @@ def test_old_sessions_pruned_once_a_day(tmp_path):
     os.utime(marker, (aged, aged))
     sync_once(state_dir, "claude", recent)
     assert marker.stat().st_mtime > aged + ledger.PRUNE_EVERY
+
+
+def test_an_outcome_reported_twice_counts_once(tmp_path):
+    """A post-tool hook installed twice (user and project scope) reports each outcome twice."""
+    with ledger.Ledger(str(tmp_path), "qwen", "s1") as book:
+        for call_id in ("call-1", "call-2"):
+            book.complete_unseen("main", call_id)
+            book.outcome("main", call_id, True, "exit 1")
+            book.outcome("main", call_id, True, "exit 1")
+        assert book.agent("main")["fails"] == 2

@@ -9,8 +9,14 @@ host"):
 - render(decision) -> one line of JSON the host honours, or "" (decision may be None);
 - sync(book, call) -> whether it has session files; reads what the host appended into the book;
 - INSTALL: plain data the installer reads (files per scope, entry shape, notes);
-- optionally end_run(call): end the host's run after a STOP, out of band (called once the
-  session's state is saved, before the answer is printed; it must never raise).
+- optionally end_run(call, environ, note): end the host's run after a STOP, out of band, where
+  its answers cannot (hook.finish calls it once the session's state is saved and the answer
+  printed, at most once per session in 10 s, unless the person switched it off with
+  RUNAWAY_GUARD_INTERRUPT=0; note(text) goes to hook.log; what finds the host's process is in
+  _procs.py);
+- optionally WRITES_CALLS = True: the host writes each call to its session files before it
+  runs the hook, so a call may wait, briefly, for the host to write what came before it
+  (hook._catch_up).
 
 This module imports no host module: a call imports only its own host's.
 """
@@ -33,6 +39,35 @@ def _cursor(payload, environ):
     return "CURSOR_VERSION" in environ
 
 
+# Event names only Gemini CLI uses (SessionStart, SessionEnd and Notification are Claude's too).
+_GEMINI_EVENTS = frozenset(
+    (
+        "BeforeTool",
+        "AfterTool",
+        "BeforeModel",
+        "AfterModel",
+        "BeforeAgent",
+        "AfterAgent",
+        "BeforeToolSelection",
+        "PreCompress",
+    )
+)
+
+
+def _gemini(payload, environ):
+    event = payload.get("hook_event_name")
+    return isinstance(event, str) and event in _GEMINI_EVENTS
+
+
+def _qwen(payload, environ):
+    """Qwen Code's payloads carry the model's call id as `tool_call_id` (Claude Code never does)
+    and prompt ids `<session>########<n>`; Cursor's subagentStart has a tool_call_id too."""
+    if "conversation_id" in payload or "cursor_version" in payload:
+        return False
+    prompt_id = payload.get("prompt_id")
+    return "tool_call_id" in payload or (isinstance(prompt_id, str) and "########" in prompt_id)
+
+
 def _copilot(payload, environ):
     """Copilot's own payloads, and the Claude-style ones it sends to the hooks in a project's
     Claude settings: no transcript_path before a tool (Claude Code always sends one), an ISO
@@ -49,9 +84,12 @@ def _copilot(payload, environ):
 # Checked in order, the first match wins. The order is a property of the set of hosts (several
 # payloads share fields), so it lives here and not in the host modules.
 SIGNATURES = (
+    ("opencode", _has("runaway_guard_plugin")),  # the guard's own plugin names itself
+    ("qwen", _qwen),
     ("cursor", _cursor),
     ("copilot", _copilot),
     ("codex", _has("turn_id")),
+    ("gemini", _gemini),
     ("claude", lambda payload, environ: True),
 )
 NAMES = tuple(name for name, _ in SIGNATURES)

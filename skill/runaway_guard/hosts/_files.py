@@ -44,8 +44,32 @@ def _days_from_civil(year, month, day):
 
 
 def read_file(book, path, entry, on_line):
-    """Read what path gained since entry's cursor; a rewritten file is re-read whole."""
+    """Read what path gained since entry's cursor; a rewritten file is re-read whole. Notes on
+    the book when a line holds the call being judged (book.watch)."""
+    if book.watch and not book.watched:
+        on_line = _Watching(book, on_line)
     tail.read_new(path, entry, on_line, book.load_known)
+
+
+class _Watching:
+    """Passes whole lines on to a handler (see tail.read_new), noting on the book when they hold
+    the call being judged: one search of each run of lines, not one of each line."""
+
+    def __init__(self, book, handler):
+        self.book = book
+        self.handler = handler
+        self.handle = getattr(handler, "lines", None) or tail.split_lines(handler)
+
+    def __call__(self, raw):  # for a caller that hands lines one by one
+        if not self.book.watched and self.book.watch in raw:
+            self.book.watched = True
+        self.handler(raw)
+
+    def lines(self, data, start, stop):
+        book = self.book
+        if not book.watched and data.find(book.watch, start, stop) >= 0:
+            book.watched = True
+        self.handle(data, start, stop)
 
 
 def read_all(book, main, reader):

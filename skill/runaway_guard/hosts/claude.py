@@ -20,6 +20,9 @@ NAME = "claude"
 LABEL = "Claude Code"
 RUNGS = frozenset({TELL, DENY, ASK, STOP})
 TOOLS = {"Task": "Agent", "MultiEdit": "Edit"}
+# Each call is written to the transcript before the hook runs, a little late (a write queue
+# flushed every 100 ms; seen on 2.1.332): the guard may wait for it (hook._catch_up).
+WRITES_CALLS = True
 
 INSTALL = {
     "home": ("CLAUDE_CONFIG_DIR", ".claude"),
@@ -225,6 +228,8 @@ class _Reader:
         line = self.line
         while start < stop:
             end = find(b"\n", start, stop)
+            if end < 0:
+                end = stop
             if end - start > LONG and "ver" in self.entry:
                 kind = head_types(data, start, end)[0]
                 if kind is not None and (
