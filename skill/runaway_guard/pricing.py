@@ -303,6 +303,8 @@ def _load():
 def _resolve(table, model, prefix_match):
     """(rates, known): the model's own rates, else the ceiling of its family."""
     key = table["lookup"].get(model) if isinstance(model, str) else None
+    if key is None and isinstance(model, str):
+        key = table["lookup"].get(_undated(model))
     if key is not None:
         return table["models"][key], True
     _slow_paths(table)
@@ -314,6 +316,23 @@ def _resolve(table, model, prefix_match):
         return table["models"][key], True
     family = _family_of(table["families"], name)
     return table["ceilings"].get(family, table["ceilings"][None]), False
+
+
+def _undated(model):
+    """The id without the date an API appends (`-2025-04-14`, `-20250514`), lowercase, for a
+    plain id (no provider prefix, path, version or context flag): what normalize_model makes of
+    it, without the regular expressions that cost a hook call `re` (~12 ms)."""
+    name = model.lower()
+    if any(mark in name for mark in "/[@: ") or "anthropic." in name:
+        return None
+    head, dash, date = name.rpartition("-")
+    if len(date) == 8 and date.isdigit() and date.isascii():
+        return head if dash else None
+    parts = name.rsplit("-", 3)
+    date = parts[1:]
+    if [len(part) for part in date] == [4, 2, 2] and all(p.isdigit() and p.isascii() for p in date):
+        return parts[0]
+    return None
 
 
 def _claude_prefix(lookup, name):
