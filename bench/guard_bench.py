@@ -263,7 +263,8 @@ def measure(ctx, host, size_mb, subagents, full=True):
     row["steady_rss"] = max(rss)
     if with_team:
         row["team_ratio"] = statistics.median(t / s for t, s in zip(teams, steadies))
-        row["late"] = statistics.median(series.call(late=LATE_S)[0] for _ in range(LATE_CALLS))
+        late = [series.call(late=LATE_S)[0] for _ in range(min(LATE_CALLS, ctx.calls))]
+        row["late"] = statistics.median(late)
     files = state_files(work)
     row["state"] = sum(os.path.getsize(p) for p in files if p.endswith(".json"))
     row["ledger"] = sum(os.path.getsize(p) for p in files if p.endswith(".ledger"))
@@ -423,9 +424,11 @@ def report(ctx, rows, flats, prune, missing):
     if flats:
         print()
         print("flat: the steady ratio as the session grows (36 subagents) and as its files do")
-        for host, by_size, by_files in flats:
+        for host, by_size, by_files, state in flats:
             sizes = ", ".join(f"{size} MB {ratio:.2f}" for size, ratio in by_size)
             files = ", ".join(f"{count} files {ratio:.2f}" for count, ratio in by_files)
+            if state:
+                files += f" (state {state / 1024:.0f} KB)"
             spread = [ratio for _, ratio in by_size + by_files]
             ok = max(spread) <= STEADY_RATIO
             failures += not ok
@@ -631,14 +634,15 @@ def main():
                 if size not in ctx.sizes:
                     row = measure(ctx, host, size, SUBAGENTS, full=False)
                     by_size.append((size, row["ratio"]))
-            by_files = []
+            by_files, state = [], None
             if session_files.GENERATORS[host].subagent_files:
                 for count in (1, SUBAGENTS, 200):
                     ratio = dict(by_size).get(100) if count == SUBAGENTS else None
                     if ratio is None:
-                        ratio = measure(ctx, host, 100, count, full=False)["ratio"]
+                        row = measure(ctx, host, 100, count, full=False)
+                        ratio, state = row["ratio"], row["state"]
                     by_files.append((count, ratio))
-            flats.append((host, sorted(by_size), by_files))
+            flats.append((host, sorted(by_size), by_files, state))
     prune = measure_prune(ctx, hosts_to_run[0]) if hosts_to_run and not args.quick else None
     report(ctx, rows, flats, prune, missing)
     return 0

@@ -1,13 +1,8 @@
 """The session's ledger and state: what was spent, per response, and how each agent's calls went.
 
 Two files per session in the state dir, both private to the user:
-- `<id>.json`, small and rewritten under a lock on every call: read cursors, spend totals, the
-  last responses (whose usage can still grow), and the wires' counters. It is published whole,
-  as readers never see a torn file, but not by renaming a new file over it: on ext4 that costs
-  the call 0.5-3 ms (the replaced file's blocks freed, the new one's flushed). Two slot files,
-  `<id>.json.a` and `.b`, take turns: the one not published is written over in place, then a
-  hard link to it is renamed over `<id>.json` (publish()). gen/end marks at both ends of the
-  text tell a slot a crash cut short, and such a state is rebuilt like any damaged one;
+- `<id>.json`, small and rewritten atomically under a lock on every call: read cursors, spend
+  totals, the last responses (whose usage can still grow), and the wires' counters;
 - `<id>.ledger`, append-only, one line per priced response (and per later correction): the
   source of truth for spend. It is read only when a transcript was rewritten or the state was
   lost, so that a re-read neither counts a response twice nor drops one counted before.
@@ -21,9 +16,11 @@ from . import jsonio
 
 VERSION = 1
 # Responses whose usage may still be corrected by a later row of the same response: an agent
-# writes one response's rows before its next response, so its last one is kept, and the last
-# RECENT across all agents for good measure ("side", reconcile()'s booking, is always kept).
+# writes one response's rows before its next response (within seconds), so its last one is
+# kept while it books responses (for ACTIVE seconds after its last), and the last RECENT across
+# all agents for good measure ("side", reconcile()'s booking, is always kept).
 RECENT = 16
+ACTIVE = 3600.0
 PRUNE_AFTER = 30 * 86400.0  # a session's state unseen this long is deleted (its ledger too)
 PRUNE_EVERY = 86400.0  # looked for at most once a day: one stat per call otherwise
 LOCK_WAIT = 10.0
@@ -77,61 +74,14 @@ def write_all(fd, data):
         view = view[os.write(fd, view) :]
 
 
-def publish(path, data):
-    """Replace path with data as one step that readers see whole, without a rename of new blocks.
-
-    Two slot files beside it take turns (`<path>.a`, `<path>.b`): the one path is not a link to
-    is written over in place (padded with spaces, which JSON ignores, rather than truncated, so
-    its blocks stay allocated), and a hard link to it is renamed over path. Where hard links
-    are not to be had, write_atomic. Callers hold the file's lock.
-    """
+def read_json(path):
+    """The JSON object in path, or None when it is missing or unusable."""
     try:
-        published = os.stat(path).st_ino
-    except OSError:
-        published = None
-    link = f"{path}.{os.getpid()}.link"
-    fd = None
-    try:
-        for suffix in (".a", ".b"):
-            fd = os.open(path + suffix, os.O_WRONLY | os.O_CREAT, 0o600)
-            info = os.fstat(fd)
-            if info.st_ino != published:
-                break
-            os.close(fd)
-            fd = None
-        if fd is None or info.st_size > 2 * len(data) + 4096:
-            raise OSError("no slot to write")  # or one mostly padding: start afresh
-        write_all(fd, data + b" " * (info.st_size - len(data)))
-        os.close(fd)
-        fd = None
-        os.link(path + suffix, link)
-        os.replace(link, path)
-    except OSError:
-        if fd is not None:
-            os.close(fd)
-        for leftover in (link, path + ".a", path + ".b"):
-            try:
-                os.remove(leftover)
-            except OSError:
-                pass
-        write_atomic(path, data)
-
-
-def read_json(path, tries=3):
-    """The JSON object in path, or None when it is missing or unusable (read again a few
-    times first: a writer may be in the middle of its write)."""
-    for attempt in range(tries):
-        try:
-            with open(path, "rb") as handle:
-                data = jsonio.loads(handle.read())
-        except OSError:
-            return None
-        except ValueError:
-            if attempt + 1 < tries:
-                time.sleep(0.002)
-            continue
-        return data if isinstance(data, dict) else None
-    return None
+        with open(path, "rb") as handle:
+            data = jsonio.loads(handle.read())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 class Lock:
@@ -206,8 +156,9 @@ class Ledger:
         self.known = None  # the whole ledger, loaded only for a re-read
         self._appended = []
         self._pending_owner = {}
-        self._gen = 0
         self._trim_at = 2 * RECENT
+        self._now = round(time.time())
+        self._active = None  # state["active"]: agent -> when it last booked a response
         # The quoted id of the call being judged, and whether a line read so far holds it
         # (the host has written the call itself: see hook._catch_up).
         self.watch = None
@@ -242,19 +193,16 @@ class Ledger:
     # -- loading and saving
 
     def _load(self):
-        state = read_json(self.state_path, tries=1)  # under the lock: no writer to wait for
-        if state is not None:
-            gen = state.pop("gen", None)
-            if gen != state.pop("end", None):
-                state = None  # a torn write (a crash in the middle of it)
-            elif isinstance(gen, int):
-                self._gen = gen
+        state = read_json(self.state_path)
         if state is None or state.get("v") != VERSION or not _well_formed(state):
             state = self._rebuild()
         self.state = state
         for agent, record in state["agents"].items():
             for tool_use_id, _ in record["pending"]:
                 self._pending_owner[tool_use_id] = agent
+        if not isinstance(state.get("active"), dict):
+            state["active"] = {}
+        self._active = state["active"]
 
     def _rebuild(self):
         """A fresh state whose spend is the ledger's, with every transcript to be re-read."""
@@ -313,10 +261,7 @@ class Ledger:
                 os.close(fd)
             self._appended = []
         self._trim_recent()
-        self._gen += 1
-        # gen first and end last: a write torn by a crash leaves them unequal.
-        text = jsonio.dumps({"gen": self._gen, **state, "end": self._gen})
-        publish(self.state_path, text.encode())
+        write_atomic(self.state_path, jsonio.dumps(state).encode())
 
     # -- spend
 
@@ -332,6 +277,7 @@ class Ledger:
             self._book(old, -1)
         entry = [key, pusd, out, model, agent, day]
         self._book(entry, 1)
+        self._active[agent] = self._now
         if self.known is not None:
             self.known[key] = entry
         recent.pop(key, None)
@@ -370,15 +316,23 @@ class Ledger:
             self.usage("side", "main", model, extra, True, stamp, day)
 
     def _trim_recent(self):
-        """Keep each agent's last response, the last RECENT of all, and "side"."""
-        recent = self.state["recent"]
+        """Keep the last response of each agent active in the last ACTIVE seconds, the last
+        RECENT of all, and "side"."""
+        state = self.state
+        active = self._active
+        since = self._now - ACTIVE
+        for agent, seen in list(active.items()):
+            if not (isinstance(seen, (int, float)) and seen >= since):
+                del active[agent]
+        recent = state["recent"]
         if len(recent) <= RECENT:
             return
         kept, agents = [], set()
         for key in reversed(recent):
             entry = recent[key]
             agent = entry[4] if isinstance(entry, list) and len(entry) == 6 else None
-            if len(kept) < RECENT or agent not in agents or key == "side":
+            last = agent not in agents and agent in active
+            if len(kept) < RECENT or last or key == "side":
                 kept.append(key)
                 agents.add(agent)
         if len(kept) < len(recent):
@@ -564,11 +518,11 @@ def _subfolders(root):
 
 
 def _base_name(name):
-    """`<id>` of `<id>.json`, `.ledger`, `.lock`, `.json.lock`, the slots `.json.a` and `.json.b`,
-    and what a call killed mid-write leaves: `.json.<pid>.tmp`, `.json.<pid>.link`."""
-    if name.endswith((".tmp", ".link")):
+    """`<id>` of `<id>.json`, `.ledger`, `.lock`, `.json.lock`, and of what a call killed in the
+    middle of a write leaves: `.json.<pid>.tmp`."""
+    if name.endswith(".tmp"):
         name = name.rsplit(".", 2)[0]
-    for suffix in (".json.a", ".json.b", ".json.lock", ".json", ".ledger", ".lock"):
+    for suffix in (".json.lock", ".json", ".ledger", ".lock"):
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return name
@@ -640,5 +594,5 @@ def daily_spend(state_dir, day, session_key=None, session_pusd=None):
             shares = read_json(path) or {}
             if shares.get(session_key) != session_pusd:
                 shares[session_key] = session_pusd
-                publish(path, jsonio.dumps(shares).encode())
+                write_atomic(path, jsonio.dumps(shares).encode())
     return sum(value for value in shares.values() if isinstance(value, int))

@@ -74,7 +74,7 @@ def read_new(path, cursor, on_line, on_restart):
         if offset > 0:
             on_restart()
         offset = 0
-        cursor["skip"] = False
+        cursor.pop("skip", None)
     cursor["ino"] = info.st_ino
     if info.st_size == offset:
         cursor["off"] = offset
@@ -125,6 +125,9 @@ def read_new(path, cursor, on_line, on_restart):
         finally:
             view.release()
         cursor["off"] = offset
-        cursor["skip"] = skipping
+        if skipping:
+            cursor["skip"] = True
+        else:
+            cursor.pop("skip", None)
     finally:
         os.close(fd)

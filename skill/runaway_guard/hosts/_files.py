@@ -86,9 +86,13 @@ def read_all(book, main, reader):
     paths = [path for path, entry in files.items() if path != main and not entry.get("foreign")]
     if main in files:
         paths.append(main)
+    stat = os.stat
     for path in paths:
         entry = files[path]
         try:
+            info = stat(path)
+            if info.st_size == entry.get("off") and info.st_ino == entry.get("ino"):
+                continue  # nothing new: the one stat is all a quiet subagent file costs
             handler = reader(entry)
             read_file(book, path, entry, handler)
             flush = getattr(handler, "flush", None)
