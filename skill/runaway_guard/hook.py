@@ -9,7 +9,7 @@ import time
 
 from . import config, controls, hosts, jsonio, ledger, log, wires
 from .calls import MODEL, RESULT, fingerprint
-from .decisions import ASK, DENY, STOP, TELL, fit
+from .decisions import ASK, DENY, STOP, TELL, TWICE, fit
 
 MAX_INPUT = 16 << 20
 
@@ -37,6 +37,12 @@ def _decide(book, call, settings, host):
     state = book.state
     if call.tool_use_id and call.tool_use_id in state["answers"]:
         seen = state["answers"][call.tool_use_id]  # the same call seen by a second install
+        if not state.get("twice"):
+            state["twice"] = True  # said once per session, to the person; status shows it
+            log.append(settings.state_dir, "twice", f"{call.host} {call.session_id}: {TWICE}")
+            if not seen:
+                notice = {"kind": TELL, "wire": "setup", "model": "", "person": TWICE}
+                return fit(notice, host.RUNGS)
         return seen if isinstance(seen, dict) else None
     state["cwd"] = call.cwd or state["cwd"]
     if state.get("problems", []) != settings.problems:

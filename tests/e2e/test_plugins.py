@@ -1,0 +1,168 @@
+"""The guard installed through each host's own command, from the local checkout, offline.
+
+The checkout is copied as a clone would have it (the files git tracks, or would), so that a
+host copying the whole plugin folder does not also copy the developer's .venv and CLIs. Each
+test installs with the host's command, runs a scripted session in which the model repeats one
+call, and checks that the guard refuses it by the 6th call (the default limit: 5 identical
+calls with identical results); the uninstall test then removes it with the host's command and
+checks that no hook is left (the same loop runs to the end, nothing in the host's settings).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from claude_host import claude_bin, claude_env, prepare_home, run_claude
+from harness import ROOT, Person, lines, require_cli, slow_all
+from scripted_model import ScriptedModel, bash, text, usage
+
+pytestmark = pytest.mark.e2e
+
+NAME = "runaway-guard"
+LOOP = "echo x >> ran.txt; echo same output"
+
+
+def checkout(dest: Path) -> Path:
+    """The repository as a fresh clone has it: tracked and new (not ignored) files."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for rel in filter(None, listed.split("\0")):
+        src = ROOT / rel
+        if src.is_file():
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target)
+    return dest
+
+
+def loop_steps(n: int = 8) -> list:
+    return [bash(LOOP, "Check again", usage=usage(50, 10)) for _ in range(n)] + [text("Ok.")]
+
+
+# --------------------------------------------------------------------------- Claude Code
+
+
+class ClaudePlugin:
+    """A person's HOME, the checkout, and Claude Code's own plugin commands."""
+
+    def __init__(self, tmp_path: Path):
+        require_cli(claude_bin(), "Claude Code")
+        self.person = Person(tmp_path)
+        prepare_home(self.person.home)
+        self.source = checkout(tmp_path / NAME)
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess:
+        proc = subprocess.run(
+            [claude_bin(), *args],
+            env=claude_env(self.person.home, "http://127.0.0.1:9", self.person.host_env()),
+            cwd=str(self.person.project),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+        assert proc.returncode == 0, f"claude {' '.join(args)}: {proc.stdout}\n{proc.stderr}"
+        return proc
+
+    def install(self) -> None:
+        self.cli("plugin", "marketplace", "add", str(self.source))
+        self.cli("plugin", "install", f"{NAME}@{NAME}")
+
+    def uninstall(self) -> None:
+        self.cli("plugin", "uninstall", f"{NAME}@{NAME}")
+        self.cli("plugin", "marketplace", "remove", NAME)
+
+    @property
+    def settings(self) -> dict:
+        return json.loads((self.person.home / ".claude" / "settings.json").read_text())
+
+    def run(self, steps):
+        with ScriptedModel({"anthropic": steps}) as model:
+            run = run_claude(
+                "Go.",
+                model.url,
+                home=self.person.home,
+                cwd=self.person.project,
+                env=self.person.host_env(),
+            )
+        assert run.result, f"no result JSON: {run!r}\n{run.stdout[-2000:]}"
+        return run
+
+    def ran(self) -> list:
+        marker = self.person.project / "ran.txt"
+        out = lines(marker)
+        marker.unlink(missing_ok=True)
+        return out
+
+
+def denied_commands(run) -> list:
+    return [d["tool_input"].get("command") for d in run.result.get("permission_denials", [])]
+
+
+def test_claude_code_validates_the_manifests(tmp_path):
+    claude = ClaudePlugin(tmp_path)
+    proc = claude.cli("plugin", "validate", "--json", str(claude.source))
+    report = json.loads(proc.stdout)
+    assert report["success"] is True, report
+    assert report["manifest"]["type"] == "marketplace" and not report["manifest"]["errors"]
+    # the hooks file that Gemini CLI reads is read by Claude Code too: it ignores those events
+    for part in report["contents"]:
+        assert not part["errors"], part
+        for warning in part["warnings"]:
+            assert "unknown hook event; entry ignored at runtime" in warning["message"], part
+    assert [h["event"] for h in report["provides"]["hooks"]] == ["PreToolUse"]
+    assert report["provides"]["skills"] == [f"{NAME}:{NAME}"]
+
+
+def test_claude_code_plugin_guards_then_uninstall_leaves_no_hook(tmp_path):
+    claude = ClaudePlugin(tmp_path)
+    claude.install()
+    assert claude.settings["enabledPlugins"] == {f"{NAME}@{NAME}": True}
+
+    run = claude.run(slow_all(loop_steps()))
+    assert claude.ran() == ["x"] * 5, run
+    assert denied_commands(run) == [LOOP] * 3
+    assert run.result["terminal_reason"] == "hook_stopped", run.result
+    state = claude.person.state_dir / "sessions" / "claude" / f"{run.session_id}.json"
+    assert json.loads(state.read_text())["blocked"]["wire"] == "loop"
+
+    # the installer sees the plugin and adds no second hook
+    said = claude.person.install("claude")
+    assert "installed as Claude Code's plugin" in said and "no second hook" in said, said
+    assert "hooks" not in claude.settings
+    check = claude.person.check("claude")
+    assert check.returncode == 0 and "the plugin runs the guard" in check.stdout, check.stdout
+
+    claude.uninstall()
+    settings = claude.settings
+    assert not settings.get("enabledPlugins") and not settings.get("extraKnownMarketplaces")
+    assert "hooks" not in settings
+    # nothing guards the loop any more, even with a model that answers at once
+    run = claude.run(loop_steps())
+    assert claude.ran() == ["x"] * 8, run
+    assert run.result["terminal_reason"] == "completed", run.result
+    assert not (claude.person.state_dir / "sessions" / "claude" / f"{run.session_id}.json").exists()
+
+
+def test_claude_code_plugin_and_installer_hook_count_each_call_once(tmp_path):
+    claude = ClaudePlugin(tmp_path)
+    claude.person.install("claude")  # the installer's hook first: the plugin command cannot see it
+    claude.install()
+    check = claude.person.check("claude")
+    assert "both run the guard" in check.stdout, check.stdout
+
+    run = claude.run(slow_all(loop_steps()))
+    # two guards ran on every call, and the loop is still refused at the 6th call, not the 3rd
+    assert claude.ran() == ["x"] * 5, run
+    assert denied_commands(run) == [LOOP] * 3
+    status = claude.person.status(claude.person.home / ".claude" / "skills" / NAME, run.session_id)
+    assert status["runs_twice"] is True
+    assert status["blocked"]["wire"] == "loop"
