@@ -14,14 +14,20 @@ interpreter (sys.executable) and the hook command's form (`python -I -S guard.py
   were just written or read, as a live session's are);
 - steady: one call after a few records were appended (one response of two rows with usage, its
   tool_result, a progress record), the state warm; the median of --calls calls;
-- peak memory: ru_maxrss of each guard process alone (os.wait4 gives one child's usage).
+- peak memory: ru_maxrss of each guard process alone (os.wait4 gives one child's usage);
+- steady with a team configured (RUNAWAY_GUARD_TEAM and both server URLs, team and person caps
+  set, the team's figures cached: the hook reads them and starts no refresh while they are
+  fresh), interleaved call by call with the steady calls without, against a stand-in for the
+  Pushgateway and Prometheus on 127.0.0.1; its ratio to the steady call without a team.
 
 It prints a table with ratios against both bare forms and PASS/FAIL against the targets
-(steady <= 1.5x bare `python -c pass`; cold <= 1.5 s for 100 MB, <= 6 s for 500 MB; peak
-memory <= 64 MB). It always exits 0: it is a report. Standard library only.
+(steady, with or without a team, <= 1.5x bare `python -c pass`; a team adds <= 10 % to the
+steady call; cold <= 1.5 s for 100 MB, <= 6 s for 500 MB; peak memory <= 64 MB). It always
+exits 0: it is a report. Standard library only.
 """
 
 import argparse
+import http.server
 import json
 import os
 import random
@@ -29,6 +35,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -41,6 +48,7 @@ GEN_VERSION = 3  # bump when the generators change: old data is regenerated
 MB = 1 << 20
 
 STEADY_FACTOR = 1.5
+TEAM_FACTOR = 1.1  # a team configured, against the same steady call without
 COLD_LIMIT = {100: 1.5, 500: 6.0}
 MEMORY_LIMIT_MB = 64
 
@@ -703,6 +711,47 @@ def guard_env(state_dir, home):
     }
 
 
+# -- a team configured: a stand-in for the Pushgateway and Prometheus ----------------------------
+
+
+class _TeamServers(http.server.BaseHTTPRequestHandler):
+    """Accepts every push; every query answers "no spend on the other machines"."""
+
+    def log_message(self, *args):
+        pass
+
+    def _answer(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = b""
+        if self.command == "GET":
+            body = b'{"status":"success","data":{"resultType":"vector","result":[]}}'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_PUT = do_DELETE = _answer
+
+
+def team_servers():
+    """The stand-in's URL (one port answers for both servers)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _TeamServers)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def team_env(env, url):
+    return {
+        **env,
+        "RUNAWAY_GUARD_TEAM": "bench",
+        "RUNAWAY_GUARD_USER": "bench",
+        "RUNAWAY_GUARD_PUSHGATEWAY_URL": url,
+        "RUNAWAY_GUARD_PROMETHEUS_URL": url,
+        "RUNAWAY_GUARD_TEAM_MONTHLY_USD": "1000000",
+        "RUNAWAY_GUARD_PERSON_DAILY_USD": "1000000",
+    }
+
+
 def check(result, what):
     _, _, code, out, err = result
     if code != 0 or err.strip():
@@ -711,7 +760,7 @@ def check(result, what):
         json.loads(out)  # one valid answer, or nothing
 
 
-def bench_session(host, size_mb, calls):
+def bench_session(host, size_mb, calls, team_url):
     info = session_data(host, size_mb)
     warm_cache(info)
     work = os.path.join(DATA, "run", f"{host}-{size_mb}")
@@ -732,13 +781,24 @@ def bench_session(host, size_mb, calls):
         saved = json.load(handle)
     spend = saved["spend"]["total"] / 1e12
 
-    steady_times, steady_rss = [], []
-    for step in range(1, calls + 1):
+    # A team configured: its first call starts the refresh that fills the team's cache.
+    with_team = team_env(env, team_url)
+    check(run_alone(argv, json.dumps(append(info, 1)).encode(), with_team), "team first call")
+    cache = os.path.join(state_dir, "team", "cache.json")
+    deadline = time.monotonic() + 10
+    while not os.path.exists(cache) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if not os.path.exists(cache):
+        print(f"  ! {host} {size_mb} MB: the team's refresh wrote no cache")
+
+    steady_times, steady_rss, team_times, team_rss = [], [], [], []
+    for step in range(2, 2 * calls + 2):  # without a team and with one, call by call
         payload = append(info, step)
-        result = run_alone(argv, json.dumps(payload).encode(), env)
-        check(result, f"{host} {size_mb} MB steady")
-        steady_times.append(result[0])
-        steady_rss.append(result[1])
+        teamed = step % 2
+        result = run_alone(argv, json.dumps(payload).encode(), with_team if teamed else env)
+        check(result, f"{host} {size_mb} MB steady{' with a team' if teamed else ''}")
+        (team_times if teamed else steady_times).append(result[0])
+        (team_rss if teamed else steady_rss).append(result[1])
     total_bytes = sum(os.path.getsize(p) for p in info["sizes"])
     for path, size in info["sizes"].items():
         os.truncate(path, size)
@@ -751,6 +811,11 @@ def bench_session(host, size_mb, calls):
         "cold_rss": cold[1],
         "steady": statistics.median(steady_times),
         "steady_rss": max(steady_rss),
+        "team": statistics.median(team_times),
+        "team_rss": max(team_rss),
+        # Each call with a team against the call without just before it: the machine's load
+        # drifts less between two neighbouring calls than across the whole run.
+        "team_ratio": statistics.median(t / p for t, p in zip(team_times, steady_times)),
         "spend": spend,
     }
 
@@ -772,6 +837,10 @@ def report(rows, plain, isolated, calls):
         "(medians; a child's RSS is at least its launcher's, ~8 MB)"
     )
     print(f"steady = median of {calls} calls, each after one response + result appended")
+    print(
+        f"team = median of {calls} steady calls with a team configured (its figures cached), "
+        "interleaved with those"
+    )
     print()
     header = (
         f"| {'session':<20} | {'what':<7} | {'time':>9} | {'x bare':>6} | {'x bare -I -S':>12} "
@@ -793,6 +862,15 @@ def report(rows, plain, isolated, calls):
                 and row["steady_rss"] <= MEMORY_LIMIT_MB,
             ),
             (
+                "team",
+                row["team"],
+                row["team_rss"],
+                f"<= {TEAM_FACTOR}x steady",
+                row["team_ratio"] <= TEAM_FACTOR
+                and row["team"] <= STEADY_FACTOR * bare_plain
+                and row["team_rss"] <= MEMORY_LIMIT_MB,
+            ),
+            (
                 "cold",
                 row["cold"],
                 row["cold_rss"],
@@ -812,7 +890,8 @@ def report(rows, plain, isolated, calls):
     for row in rows:
         print(
             f"{row['host']} {row['size']} MB: {row['bytes'] / MB:.0f} MB in {row['files']} files, "
-            f"ledger total ${row['spend']:,.2f}"
+            f"ledger total ${row['spend']:,.2f}; a team configured: steady "
+            f"x{row['team_ratio']:.2f} (median of each call's ratio to the one before it)"
         )
     print()
     print("all targets met" if not failures else f"FAIL: {failures} row(s) missed a target")
@@ -837,7 +916,8 @@ def main():
     runs = max(20, calls)
     bare_plain, rss_plain = bare([], runs)
     bare_isolated, rss_isolated = bare(["-I", "-S"], runs)
-    rows = [bench_session(host, size, calls) for host, size in infos]
+    url = team_servers()
+    rows = [bench_session(host, size, calls, url) for host, size in infos]
     # Measure the floor again after the guard runs, and keep the lower: the stricter ratio.
     bare_plain = min(bare_plain, bare([], runs)[0])
     bare_isolated = min(bare_isolated, bare(["-I", "-S"], runs)[0])

@@ -4,10 +4,11 @@
     python3 status.py [--session ID] [--json]      the session's spend, caps, wires, forecast
     python3 status.py --today [--json]             every session of today, every host
     python3 status.py [--session ID] --raise-cap USD | --clear | --off | --on
+    python3 status.py --team-sync [--json]         publish this machine's spend to the team now
 
 Without --session: the session the guard saw last in this project (else anywhere). The logic is
 in runaway_guard/ (sessions, report, render, controls); this file parses arguments and prints.
-Exit 0, or 2 for bad usage or an unknown session.
+Exit 0, or 2 for bad usage or an unknown session; --team-sync exits 1 when a server failed.
 """
 
 import argparse
@@ -28,6 +29,12 @@ def _parser():
     actions.add_argument("--clear", action="store_true", help="clear failure and loop stops")
     actions.add_argument("--off", action="store_true", help="turn the guard off for the session")
     actions.add_argument("--on", action="store_true", help="turn it back on")
+    actions.add_argument(
+        "--team-sync",
+        action="store_true",
+        help="publish this machine's spend to the team's Pushgateway and read the team's now "
+        "(waits for it: CI's last step)",
+    )
     return parser
 
 
@@ -44,7 +51,10 @@ def main(argv=None):
     from runaway_guard import config, controls, render, report, sessions
 
     args = _parser().parse_args(argv)  # exits 2 on bad usage
-    state_dir = config.load(os.getcwd()).state_dir
+    settings = config.load(os.getcwd())
+    state_dir = settings.state_dir
+    if args.team_sync:
+        return _team_sync(settings, args.json)
     try:
         if args.today:
             today = report.today_rows(state_dir)
@@ -87,6 +97,31 @@ def main(argv=None):
     except sessions.StatusError as error:
         print(f"status.py: {error}", file=sys.stderr)
         return 2
+
+
+def _team_sync(settings, as_json):
+    from runaway_guard import report, team
+    from runaway_guard.money import money, usd
+
+    if not settings.team:
+        problems = "; ".join(settings.problems) or "RUNAWAY_GUARD_TEAM is not set"
+        print(f"status.py: no team is configured ({problems})", file=sys.stderr)
+        return 2
+    cache = team.sync(settings)
+    if as_json:
+        print(report.to_json(cache))
+    else:
+        known = cache.get("others_month") is not None
+        team_usd = usd((cache["others_month"] or 0) + cache["mine_month"])
+        person_usd = usd((cache["others_day"] or 0) + cache["mine_day"])
+        print(
+            f"team {settings.team} {cache['month']}: {money(team_usd) if known else 'unknown'}; "
+            f"{settings.user} {cache['day']}: {money(person_usd) if known else 'unknown'}; "
+            f"this machine ({cache['machine']}): {money(usd(cache['mine_month']))} this month"
+        )
+        if cache["error"]:
+            print(f"status.py: {cache['error']}", file=sys.stderr)
+    return 1 if cache["error"] else 0
 
 
 if __name__ == "__main__":

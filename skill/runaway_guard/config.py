@@ -2,6 +2,8 @@
 
 A repository must not be able to switch off the guard that protects its user's money, so the
 project file `.runaway-guard.json` can lower caps and thresholds but never raise or remove them.
+Nor can it name the team, the person or the servers their spend is published to (team.py): those
+come from the user's file or the environment only.
 """
 
 import os
@@ -17,11 +19,18 @@ DEFAULTS = {
     "daily_usd": 0.0,
     "max_failures": 5,
     "max_repeats": 5,
+    "team_monthly_usd": 0.0,
+    "person_daily_usd": 0.0,
+    "team_refresh_s": 20.0,
 }
 # Caps where 0 means "no cap": tightening a 0 means setting one.
-_CAPS = ("max_usd", "daily_usd")
+_CAPS = ("max_usd", "daily_usd", "team_monthly_usd", "person_daily_usd")
 _COUNTS = ("max_failures", "max_repeats")
-_KNOWN_FILE_KEYS = (*DEFAULTS, "state_dir", "off")
+_USER_ONLY = ("team_refresh_s",)  # numbers a project file may not set at all
+# Team budgets (team.py): who and where, from the user's file or the environment only.
+TEAM_TEXTS = ("team", "user", "pushgateway_url", "prometheus_url")
+_KNOWN_FILE_KEYS = (*DEFAULTS, *TEAM_TEXTS, "team_fail_closed", "state_dir", "off")
+_LABEL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
 
 class Config:
@@ -33,6 +42,13 @@ class Config:
         self.daily_usd = values["daily_usd"]
         self.max_failures = values["max_failures"]
         self.max_repeats = values["max_repeats"]
+        self.team_monthly_usd = values["team_monthly_usd"]
+        self.person_daily_usd = values["person_daily_usd"]
+        self.team_refresh_s = values["team_refresh_s"]
+        # Team budgets: all None (and team_fail_closed False) unless a team is fully configured.
+        self.team = self.user = self.pushgateway_url = self.prometheus_url = None
+        self.team_fail_closed = False
+        self.environ = None  # the call's environment, kept when a team is configured
         self.state_dir = state_dir
         self.off = off
         self.problems = problems
@@ -71,6 +87,8 @@ def _number(key, value):
         return float(value) if 0 < value <= 1 else None
     if key in _COUNTS:
         return int(value) if value >= 1 and value == int(value) else None
+    if key == "team_refresh_s":
+        return float(value) if 1 <= value <= 3600 else None
     return float(value)
 
 
@@ -145,14 +163,18 @@ def load(cwd=None, environ=os.environ):
         else:
             values[key], sources[key] = value, "environment"
 
+    project = {}
     project_path = _find_project_file(cwd)
     if project_path:
         project = _read_file(project_path, problems)
-        for key in ("off", "state_dir"):
+        for key in ("off", "state_dir", *TEAM_TEXTS):
             if key in project:
                 problems.append(f"{project_path}: {key} can only be set by the user; ignored")
         for key in DEFAULTS:
             if key not in project:
+                continue
+            if key in _USER_ONLY:
+                problems.append(f"{project_path}: {key} can only be set by the user; ignored")
                 continue
             value = _number(key, project[key])
             if value is None:
@@ -171,4 +193,57 @@ def load(cwd=None, environ=os.environ):
     if not isinstance(state_dir, str) or not state_dir:
         state_dir = default_state_dir(environ)
     off = environ.get(PREFIX + "OFF", "") == "1" or user.get("off") is True
-    return Config(values, os.path.expanduser(state_dir), off, problems, sources, user_path)
+    settings = Config(values, os.path.expanduser(state_dir), off, problems, sources, user_path)
+    if environ.get(PREFIX + "TEAM") or user.get("team"):
+        _team(settings, user, project, environ, problems, user_path)
+    return settings
+
+
+def _team(settings, user, project, environ, problems, user_path):
+    """The team settings, each from the environment or else the user's file; only a complete
+    and valid set (team, both URLs) switches team budgets on."""
+    texts = {}
+    for key in TEAM_TEXTS:
+        raw, where = environ.get(PREFIX + key.upper()), PREFIX + key.upper()
+        if not raw:
+            raw, where = user.get(key), f"{user_path}: {key}"
+        if raw is None or raw == "":
+            continue
+        value = raw.strip() if isinstance(raw, str) else None
+        if key in ("team", "user"):
+            ok = value and len(value) <= 64 and set(value) <= _LABEL
+            hint = "use 1 to 64 of A-Z a-z 0-9 . _ -"
+        else:
+            ok = value and value.startswith(("http://", "https://")) and " " not in value
+            hint = "give an http:// or https:// URL"
+        if ok:
+            texts[key] = value.rstrip("/") if key.endswith("_url") else value
+        else:
+            problems.append(f"{where}={raw!r} is not valid ({hint}); ignored")
+    missing = [key for key in ("team", "pushgateway_url", "prometheus_url") if key not in texts]
+    if missing:
+        if "team" not in missing:
+            names = " and ".join(PREFIX + key.upper() for key in missing)
+            problems.append(f"team budgets are off: no valid {names}")
+        return
+    settings.team = texts["team"]
+    settings.environ = environ  # the team's refresh is started with (part of) it
+    settings.user = texts.get("user") or login_name(environ)
+    settings.pushgateway_url = texts["pushgateway_url"]
+    settings.prometheus_url = texts["prometheus_url"]
+    raw = environ.get(PREFIX + "TEAM_FAIL_CLOSED")
+    closed = raw.strip().lower() in ("1", "true", "yes") if raw else user.get("team_fail_closed")
+    settings.team_fail_closed = closed is True or project.get("team_fail_closed") is True
+
+
+def login_name(environ=os.environ):
+    """The person's login name as a label: LOGNAME/USER, else the password database."""
+    name = environ.get("LOGNAME") or environ.get("USER") or environ.get("USERNAME") or ""
+    if not name:
+        try:
+            import pwd
+
+            name = pwd.getpwuid(os.getuid()).pw_name
+        except (ImportError, KeyError, AttributeError):
+            name = "unknown"
+    return "".join(c if c in _LABEL else "_" for c in name[:64]) or "unknown"

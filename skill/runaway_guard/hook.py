@@ -145,7 +145,19 @@ def _spend_wires(state, settings, daily, tool, warned):
             tool,
             "set RUNAWAY_GUARD_DAILY_USD or daily_usd in ~/.config/runaway-guard/config.json",
         ),
+        *(_team_wires(state, settings, tool, warned) if settings.team else ()),
     ]
+
+
+def _team_wires(state, settings, tool, warned):
+    """The team's and the person's caps (team.py); its errors fail open, the local caps hold."""
+    try:
+        from . import team
+
+        return team.decisions(settings, state, tool, warned)
+    except Exception as error:
+        log.append(settings.state_dir, "team", f"{type(error).__name__}: {error}")
+        return []
 
 
 def _wires(book, call, call_hash, settings, daily):

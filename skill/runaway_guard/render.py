@@ -121,6 +121,7 @@ def render(status, now=None):
         out.append(f"{label}  {_bar(daily, daily_cap, max(WIDTH - len(label) - 4, 10))}")
     else:
         out.append(f"Today {money(daily)} across {sessions} (no daily cap)")
+    out.extend(_team_lines(status, now))
     out.append("")
 
     out.extend(_table("By model", status["by_model"], spent))
@@ -155,6 +156,38 @@ def render(status, now=None):
         for problem in status["config_problems"]:
             out.extend(_bullet(problem))
     return "\n".join(out) + "\n"
+
+
+def _team_lines(status, now):
+    """The team's month and the person's day across machines, and how fresh they are."""
+    team = status.get("team")
+    if not team:
+        return []
+    lines = []
+    for label, spent, cap, kind in (
+        (f"Team {team['name']}, {team['month']}", "team_spend_usd", "team_cap_usd", "monthly"),
+        (f"{team['user']} today, all machines", "person_spend_usd", "person_cap_usd", "daily"),
+    ):
+        spent, cap = status[spent], status[cap]
+        if spent is None:
+            lines.append(f"{label}: not known yet")
+        elif cap:
+            text = f"{label}: {money(spent)} of {money(cap)} {kind} cap"
+            lines.append(f"{text}  {_bar(spent, cap, max(WIDTH - len(text) - 4, 10))}")
+        else:
+            lines.append(f"{label}: {money(spent)} (no {kind} cap)")
+    refreshed = status["team_refreshed_at"]
+    when = f"as of {_ago(refreshed, now)}" if refreshed else "never read yet"
+    stale = status["team_stale_since"]
+    if stale:
+        clock = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stale))
+        text = f"Team figures {when}, stale since {clock}: {team['error']}"
+    else:
+        text = f"Team figures {when} from {team['prometheus_url']}"
+    lines.extend(wrap(text, "  "))
+    if team["warning"]:
+        lines.extend(wrap(team["warning"], "  "))
+    return lines
 
 
 def _bullet(text):
@@ -225,6 +258,10 @@ def _next_steps(status):
             "project": "the project's .runaway-guard.json sets it; raise it there",
         }.get(source, "raise daily_usd in " + config.user_config_path())
         lines.extend(wrap(f"The daily cap spans every session: {where}.", "  "))
+    team = status.get("team") or {}
+    for wire, key in (("team", "raise_team_cap"), ("person", "raise_person_cap")):
+        if wire in wires_hit and team:
+            lines.extend(wrap(f"The {wire} cap spans every machine: {team[key]}.", "  "))
     lines.append("  Turn the guard off for this session only:")
     lines.extend(command_lines(commands["off"]))
     if status["host"] in hosts.NAMES:

@@ -14,6 +14,16 @@ from .money import money, suggest_cap, usd
 
 RECENT_WINDOW = 900.0  # seconds of activity the "recent" burn rate looks back on
 MIN_SPAN = 60.0  # less history than this gives no rate
+# The team's fields (team.report), all None when no team is configured.
+TEAM_KEYS = (
+    "team_spend_usd",
+    "team_cap_usd",
+    "person_spend_usd",
+    "person_cap_usd",
+    "team_refreshed_at",
+    "team_stale_since",
+    "team",
+)
 
 # -- the status object
 
@@ -175,6 +185,10 @@ def build(path, state, state_dir, environ=os.environ, now=None):
                     }
                 )
 
+    team_fields, team_refusing = _team(settings, state, now)
+    if not off:
+        refusing.extend(team_refusing)
+
     command = controls.status_command()
     session_arg = f"--session {controls.sh_quote(session_id)}"
     suggested = suggest_cap(cap, spent)
@@ -195,6 +209,7 @@ def build(path, state, state_dir, environ=os.environ, now=None):
         "daily_sessions": len(daily_shares),
         "daily_cap_usd": settings.daily_usd or None,
         "daily_cap_source": settings.sources["daily_usd"],
+        **team_fields,
         "by_model": _money_map(spend.get("model")),
         "by_agent": by_agent,
         "failures_in_a_row": main["failures_in_a_row"],
@@ -219,6 +234,15 @@ def build(path, state, state_dir, environ=os.environ, now=None):
             "on": f"{command} {session_arg} --on",
         },
     }
+
+
+def _team(settings, state, now):
+    """The team's fields and refusals (team.py), or the fields empty when there is no team."""
+    if not settings.team:
+        return dict.fromkeys(TEAM_KEYS), []
+    from . import team
+
+    return team.report(settings, state, now)
 
 
 def _int(value):

@@ -87,12 +87,17 @@ def loop_wire(record, call_hash, limit):
     return _count_wire(record, "loop", loop_repeats(record["hist"], call_hash), limit, texts)
 
 
-def spend_wire(spent_pico, cap, warn_at, warned, scope, tool, how_to_raise):
-    """Spend (picodollars) against a cap in USD, session or day, compared exactly in
-    picodollars; warned remembers the cap already warned about."""
+def spend_wire(
+    spent_pico, cap, warn_at, warned, scope, tool, how_to_raise, name=None, raiser="they", detail=""
+):
+    """Spend (picodollars) against a cap in USD, compared exactly in picodollars; warned
+    remembers the cap already warned about. scope names the wire (session, daily, team, person);
+    name says whose cap it is in the texts, raiser who can raise it, detail what the figure
+    covers."""
     if cap <= 0:
         return None
-    name = "session" if scope == "session" else "daily"
+    if name is None:
+        name = "session" if scope == "session" else "daily"
     spent = usd(spent_pico)
     if spent_pico >= round(cap * PICO):
         return {
@@ -100,11 +105,12 @@ def spend_wire(spent_pico, cap, warn_at, warned, scope, tool, how_to_raise):
             "wire": scope,
             "model": (
                 f"runaway-guard: the {name} spend cap is reached ({money(spent)} of "
-                f"{money(cap)}). Stop now and tell the user; only they can raise the cap."
+                f"{money(cap)}{detail}). Stop now and tell the user; only {raiser} can raise "
+                "the cap."
             ),
             "person": (
                 f"runaway-guard stopped the agent: {name} spend {money(spent)} reached its cap "
-                f"of {money(cap)}. To go on, raise it: {how_to_raise}"
+                f"of {money(cap)}{detail}. To go on, raise it: {how_to_raise}"
             ),
         }
     if spent_pico < round(warn_at * cap * PICO):

@@ -1,0 +1,774 @@
+"""Team budgets on Prometheus: a monthly cap for a team and a daily cap per person, summed over
+every machine of the team (laptops and CI runners alike).
+
+Publishing. Each machine publishes its own running totals for the current month and day,
+derived from its exact local ledger (the session states under <state_dir>/sessions, which hold
+every priced response's spend per day), to a Prometheus Pushgateway, in one PUT of its whole
+group /metrics/job/runaway_guard/team/<team>/user/<user>/machine/<id>. A PUT replaces what the
+group held, so a retry, a crash, a restarted gateway or a repeated push never counts a dollar
+twice. Every machine owns its group: its id is random, made once in its state dir (hostnames and
+/etc/machine-id are shared by containers and cloned VMs). Claude Code and Codex sessions of one
+machine are one total. Only numbers and these labels leave the machine: no text, prompt, path,
+key or message id.
+
+Reading. One query to Prometheus gives the other machines' sums (`machine!="<id>"`): the team's
+month and the person's day. The figures the wires use are those plus this machine's own totals
+(exact, read locally) plus what this session spent since they were read, so this machine's own
+spend is never late by a scrape.
+
+The hook never waits on the network. It reads cache.json, which only the refresh writes
+(atomically), and when that is older than the refresh interval it starts one detached refresh:
+stdio on /dev/null, a session of its own, no descriptor of the host's; a lock file (flock),
+held while it refreshes, makes it the only one. Servers out of reach: the cache keeps the last
+figures and says since when they are stale; the guard fails open (the local caps still hold),
+unless team_fail_closed (for CI) asks it to refuse instead, and the hooks retry with a backoff.
+While the machine's sessions keep changing, the refresh stays and refreshes once an interval,
+so a session's last spend is published even when no call follows it.
+
+This module is imported only when a team is configured; urllib only in the refresh.
+"""
+
+import os
+import sys
+import time
+
+from . import jsonio, ledger, wires
+from .decisions import STOP
+from .money import PICO, money
+
+VERSION = 1
+JOB = "runaway_guard"
+MONTH_METRIC = "runaway_guard_month_spend_usd"
+DAY_METRIC = "runaway_guard_day_spend_usd"
+TIMEOUT = 3.0  # seconds for one HTTP request of the refresh
+DEADLINE = 20  # one refresh ends its process after this many seconds, whatever happens
+MAX_BACKOFF = 600.0  # the longest wait between attempts while the servers are out of reach
+URGENT_GAP = 2.0  # a session near a team cap publishes its spend this soon
+LINGER_S = 600.0  # the longest a refresh process lives (then a hook starts the next one)
+ACTIVE_S = 86400.0  # sessions written this recently are listed in the cache (see figures())
+
+try:
+    import fcntl
+except ImportError:  # Windows: a lock file created exclusively instead
+    fcntl = None
+
+
+def folder(state_dir):
+    return os.path.join(state_dir, "team")
+
+
+def cache_path(state_dir):
+    return os.path.join(folder(state_dir), "cache.json")
+
+
+def periods(now):
+    """The month and day a spend at time now belongs to: local calendar, as the ledger's."""
+    local = time.localtime(now)
+    return time.strftime("%Y-%m", local), time.strftime("%Y-%m-%d", local)
+
+
+def read_cache(state_dir):
+    cache = ledger.read_json(cache_path(state_dir))
+    return cache if cache and cache.get("v") == VERSION else None
+
+
+def _int(value):
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _month_day(spend_days, month, day):
+    """A session's spend in picodollars this month and this day, from its ledger's days."""
+    month_total = day_total = 0
+    if isinstance(spend_days, dict):
+        prefix = month + "-"
+        for name, pusd in spend_days.items():
+            if isinstance(pusd, int) and isinstance(name, str) and name.startswith(prefix):
+                month_total += pusd
+                if name == day:
+                    day_total = pusd
+    return month_total, day_total
+
+
+# -- the hook's side: figures from the cache, the rungs, starting a refresh ---------------------
+
+
+def figures(settings, state, cache, now):
+    """What this call sees: the team's month and the person's day in picodollars (until they are
+    known, this session's own: a floor), with the cache's times and error."""
+    month, day = periods(now)
+    result = {
+        "team": None,
+        "person": None,
+        "known": {"team": False, "person": False},
+        "delta": 0,
+        "refreshed_at": None,
+        "stale_since": None,
+        "error": None,
+        "warning": None,
+    }
+    spend = state.get("spend") if isinstance(state.get("spend"), dict) else {}
+    now_month, now_day = _month_day(spend.get("day"), month, day)
+    # Until the figures are known, this session's own spend is what the team has spent at least.
+    result["team"], result["person"] = now_month, now_day
+    if not cache or (cache.get("team"), cache.get("user")) != (settings.team, settings.user):
+        return result
+    for key in ("stale_since", "error", "warning"):
+        result[key] = cache.get(key)
+    result["refreshed_at"] = cache.get("fetched_at")
+    base = (cache.get("sessions") or {}).get(f"{state.get('host')}:{state.get('session_id')}")
+    if not (isinstance(base, list) and len(base) == 2 and all(_int(v) is not None for v in base)):
+        started = state.get("started")
+        snapshot = cache.get("snapshot_at")
+        if isinstance(started, (int, float)) and isinstance(snapshot, (int, float)):
+            # Not in the snapshot: new since (all of its spend is new), or idle long before it
+            # (its spend is in the published total; what it adds now shows at the next refresh).
+            base = [0, 0] if started >= snapshot else [now_month, now_day]
+        else:
+            base = [now_month, now_day]
+    for scope, period, now_value, index in (
+        ("team", "month", now_month, 0),
+        ("person", "day", now_day, 1),
+    ):
+        if cache.get(period) != (month if period == "month" else day):
+            continue  # a figure of last month (or yesterday) says nothing about this one
+        others, mine = _int(cache.get("others_" + period)), _int(cache.get("mine_" + period))
+        if mine is None:
+            continue
+        delta = now_value - base[index]
+        result[scope] = (others or 0) + mine + delta  # without the others': this machine's
+        result["known"][scope] = others is not None
+        if scope == "team":
+            result["delta"] = delta
+    return result
+
+
+def due(settings, cache, now, urgent=False):
+    """Whether this call should start a refresh (the lock still makes it the only one)."""
+    if not cache or (cache.get("team"), cache.get("user")) != (settings.team, settings.user):
+        return True
+    stamps = [cache.get(key) for key in ("fetched_at", "attempted_at")]
+    last = max([stamp for stamp in stamps if isinstance(stamp, (int, float))] or [0])
+    gap = settings.team_refresh_s
+    failures = _int(cache.get("failures")) or 0
+    if failures and not settings.team_fail_closed:
+        gap = min(gap * 2 ** min(failures, 12), max(MAX_BACKOFF, gap))
+    elif urgent or cache.get("day") != periods(now)[1]:
+        gap = min(gap, URGENT_GAP)
+    return not 0 <= now - last < gap
+
+
+def decisions(settings, state, tool, warned, now=None):
+    """The team's and the person's rungs on the spend ladder for this call; starts a refresh
+    when the cached figures are due (never waits for it)."""
+    now = time.time() if now is None else now
+    cache = read_cache(settings.state_dir)
+    seen = figures(settings, state, cache, now)
+    warn = settings.warn_at
+    near = any(
+        figure is not None and cap > 0 and figure >= warn * cap * PICO
+        for figure, cap in (
+            (seen["team"], settings.team_monthly_usd),
+            (seen["person"], settings.person_daily_usd),
+        )
+    )
+    if due(settings, cache, now, urgent=near and seen["delta"] > 0):
+        start_refresh(settings, state.get("host"), state.get("session_id"))
+    found = []
+    if seen["team"] is not None:
+        found.append(
+            wires.spend_wire(
+                seen["team"],
+                settings.team_monthly_usd,
+                warn,
+                warned,
+                "team",
+                tool,
+                raise_text(settings, "team_monthly_usd"),
+                name=f"monthly team ({settings.team})",
+                raiser="the team's budget owner",
+                detail=_detail(seen, "team", "the team's machines", now),
+            )
+        )
+    if seen["person"] is not None:
+        found.append(
+            wires.spend_wire(
+                seen["person"],
+                settings.person_daily_usd,
+                warn,
+                warned,
+                "person",
+                tool,
+                raise_text(settings, "person_daily_usd"),
+                name=f"daily per-person ({settings.user})",
+                raiser="the user or the team's budget owner",
+                detail=_detail(seen, "person", f"{settings.user}'s machines today", now),
+            )
+        )
+    capped = settings.team_monthly_usd > 0 or settings.person_daily_usd > 0
+    if settings.team_fail_closed and capped and seen["error"]:
+        found.append(_closed(settings, seen, now))
+    return found
+
+
+def _detail(seen, scope, whose, now):
+    """What a figure covers, for the texts."""
+    refreshed = seen["refreshed_at"]
+    if not seen["known"][scope] or not isinstance(refreshed, (int, float)):
+        return ", this machine's spend: the other machines' is not known yet"
+    clock = time.strftime("%H:%M:%S", time.localtime(refreshed))
+    return f", all of {whose}, as of {clock}, {max(int(now - refreshed), 0)} s ago"
+
+
+def report(settings, state, now=None):
+    """(fields for status.py --json, what the team's caps refuse) for one session."""
+    now = time.time() if now is None else now
+    cache = read_cache(settings.state_dir)
+    seen = figures(settings, state, cache, now)
+    if due(settings, cache, now) and settings.environ is not None:
+        start_refresh(settings)
+    known = seen["known"]
+    fields = {
+        "team_spend_usd": seen["team"] / PICO if known["team"] else None,
+        "team_cap_usd": settings.team_monthly_usd or None,
+        "person_spend_usd": seen["person"] / PICO if known["person"] else None,
+        "person_cap_usd": settings.person_daily_usd or None,
+        "team_refreshed_at": seen["refreshed_at"],
+        "team_stale_since": seen["stale_since"],
+        "team": {
+            "name": settings.team,
+            "user": settings.user,
+            "month": periods(now)[0],
+            "day": periods(now)[1],
+            "machine": (cache or {}).get("machine"),
+            "error": seen["error"],
+            "warning": seen["warning"],
+            "fail_closed": settings.team_fail_closed,
+            "refresh_s": settings.team_refresh_s,
+            "pushgateway_url": public_url(settings.pushgateway_url),
+            "prometheus_url": public_url(settings.prometheus_url),
+            "team_cap_source": settings.sources["team_monthly_usd"],
+            "person_cap_source": settings.sources["person_daily_usd"],
+            "raise_team_cap": raise_text(settings, "team_monthly_usd"),
+            "raise_person_cap": raise_text(settings, "person_daily_usd"),
+        },
+    }
+    refusing = []
+    for scope, cap, name in (
+        ("team", settings.team_monthly_usd, f"the team {settings.team}'s spend this month"),
+        ("person", settings.person_daily_usd, f"{settings.user}'s spend today"),
+    ):
+        if cap > 0 and seen[scope] >= round(cap * PICO):
+            whose = "the team's" if scope == "team" else f"{settings.user}'s"
+            detail = _detail(seen, scope, f"{whose} machines", now)
+            refusing.append(
+                {
+                    "wire": scope,
+                    "agent": None,
+                    "why": f"{name} {money(seen[scope] / PICO)} reached its cap of "
+                    f"{money(cap)}{detail}",
+                }
+            )
+    capped = settings.team_monthly_usd > 0 or settings.person_daily_usd > 0
+    if settings.team_fail_closed and capped and seen["error"]:
+        refusing.append(
+            {"wire": "team", "agent": None, "why": _closed(settings, seen, now)["person"]}
+        )
+    return fields, refusing
+
+
+def raise_text(settings, key):
+    """Who can raise a team cap, and where it is set."""
+    source = settings.sources.get(key)
+    if source == "environment":
+        return (
+            f"ask whoever sets {settings_env(key)} for this machine (the team's admin: the "
+            "host's managed settings or the CI job)"
+        )
+    if source == "project":
+        return f"the project's .runaway-guard.json sets {key}; change it there"
+    owner = " (agree it with the team's budget owner)" if key == "team_monthly_usd" else ""
+    return f"set {key} in {settings.user_path}{owner}"
+
+
+def settings_env(key):
+    return "RUNAWAY_GUARD_" + key.upper()
+
+
+def _closed(settings, seen, now):
+    since = seen["stale_since"]
+    when = time.strftime("%H:%M:%S", time.localtime(since)) if since else "now"
+    return {
+        "kind": STOP,
+        "wire": "team",
+        "model": (
+            "runaway-guard: the team's budget cannot be checked (the team servers are out of "
+            f"reach since {when}), and this machine is set to refuse tool calls then. Stop now "
+            "and tell the user."
+        ),
+        "person": (
+            f"runaway-guard stopped the agent: the team budget of {settings.team} cannot be "
+            f"checked since {when} ({seen['error']}), and RUNAWAY_GUARD_TEAM_FAIL_CLOSED asks "
+            "to refuse then. Make the servers reachable, or unset it."
+        ),
+    }
+
+
+def start_refresh(settings, host=None, session_id=None):
+    """Start one detached refresh unless one runs; True when started. Never waits for it.
+
+    Called with the session lock held: the refresh waits for that lock before it reads, so it
+    sees what this call is about to save."""
+    state_dir, environ = settings.state_dir, settings.environ
+    path = os.path.join(ledger.private_dir(folder(state_dir)), "refresh.lock")
+    if fcntl is None:
+        # Without flock: a lock file created exclusively, removed by the refresh (or when old).
+        try:
+            if time.time() - os.stat(path).st_mtime > DEADLINE + settings.team_refresh_s + 10:
+                os.remove(path)
+        except OSError:
+            pass
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except OSError:
+            return False
+        _spawn(state_dir, environ, None, (host, session_id))
+        return True
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False  # a refresh is running
+        _spawn(state_dir, environ, fd, (host, session_id))
+        return True
+    finally:
+        os.close(fd)  # the refresh holds the lock through its own copy until it exits
+
+
+_BOOT = "import sys;sys.path.insert(0,sys.argv[1]);from runaway_guard import team;team.child()"
+# What the refresh needs from the hook's environment: the guard's settings, where HOME and the
+# config are, the time zone, proxies. Nothing else of the host's is passed on.
+_PASS = (
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "USERNAME",
+    "USERPROFILE",
+    "SYSTEMROOT",
+    "XDG_CONFIG_HOME",
+    "XDG_STATE_HOME",
+    "TZ",
+    "PATH",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+)
+
+
+def _spawn(state_dir, environ, lock_fd, session):
+    import subprocess
+
+    env = {k: v for k, v in environ.items() if k.startswith("RUNAWAY_GUARD_") or k in _PASS}
+    env["RUNAWAY_GUARD_STATE_DIR"] = state_dir
+    skill = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    host, session_id = (item if isinstance(item, str) else "" for item in session)
+    argv = [sys.executable, "-I", "-S", "-c", _BOOT, skill, str(lock_fd or -1), host, session_id]
+    options = {}
+    if os.name == "nt":
+        options["creationflags"] = 0x00000008 | 0x00000200 | 0x08000000  # detached, no window
+    else:
+        options["start_new_session"] = True
+        options["pass_fds"] = (lock_fd,) if lock_fd is not None else ()
+    child = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        close_fds=True,
+        env=env,
+        cwd=state_dir,
+        **options,
+    )
+    child.returncode = 0  # never waited for: it outlives this process on purpose
+
+
+# -- the refresh: totals from the ledger, one PUT, one query, the cache ---------------------------
+
+
+def child():
+    """The detached refresh's entry point (argv: skill folder, lock fd, host, session id).
+
+    It refreshes, then again every refresh interval while the machine's sessions keep changing
+    (so a session's last spend is published even if no call follows it), and exits once they
+    are quiet, a refresh failed (the hooks' backoff takes over) or it has lived LINGER_S."""
+    try:
+        import signal
+
+        alarm = signal.alarm  # a server that accepts and never answers cannot keep it
+    except (ImportError, AttributeError):
+        alarm = None
+    from . import config
+
+    settings = config.load(None, os.environ)
+    began = time.monotonic()
+    held = int(sys.argv[2]) if fcntl is not None and sys.argv[2:3] != ["-1"] else None
+    lock = os.path.join(folder(settings.state_dir), "refresh.lock")
+    try:
+        if settings.team:
+            host, session_id = [*sys.argv[3:5], "", ""][:2]
+            if host and session_id:  # what the call that started this saves, first
+                _, base = ledger.session_paths(settings.state_dir, host, session_id)
+                try:
+                    with ledger.Lock(base + ".lock"):
+                        pass
+                except OSError:
+                    pass
+            while True:
+                if alarm:
+                    alarm(DEADLINE)
+                cache = refresh(settings)
+                if alarm:
+                    alarm(0)
+                if cache["error"] or time.monotonic() - began > LINGER_S:
+                    break
+                if held is not None:
+                    fcntl.flock(held, fcntl.LOCK_UN)  # asleep: a sync may refresh meanwhile
+                time.sleep(settings.team_refresh_s)
+                if fcntl is None:
+                    os.utime(lock)  # not stale: still running
+                if not _changed_since(settings.state_dir, cache["snapshot_at"]):
+                    break
+                if held is not None:
+                    try:
+                        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except OSError:
+                        break  # another refresh runs
+                latest = read_cache(settings.state_dir) or {}
+                if latest.get("attempted_at") != cache["attempted_at"]:
+                    break  # another refresh ran meanwhile: the next call starts one when due
+    except BaseException as error:
+        from . import log
+
+        log.append(settings.state_dir, "team", f"refresh failed: {type(error).__name__}: {error}")
+    finally:
+        if fcntl is None:
+            try:
+                os.remove(lock)
+            except OSError:
+                pass
+    os._exit(0)
+
+
+def _changed_since(state_dir, moment):
+    """Whether any session state or ledger was written after moment."""
+    root = os.path.join(state_dir, "sessions")
+    try:
+        hosts = os.listdir(root)
+    except OSError:
+        return False
+    for host in hosts:
+        try:
+            entries = list(os.scandir(os.path.join(root, host)))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.name.endswith((".json", ".ledger")) and entry.stat().st_mtime > moment:
+                    return True
+            except OSError:
+                continue
+    return False
+
+
+def sync(settings):
+    """A refresh now, waited for (status.py --team-sync: CI's last step, debugging). It waits
+    for a refresh in progress to end (its push must not land after this one's), not longer."""
+    lock = ledger.Lock(os.path.join(ledger.private_dir(folder(settings.state_dir)), "refresh.lock"))
+    try:
+        lock.__enter__()
+    except TimeoutError:
+        lock = None
+    try:
+        return refresh(settings)
+    finally:
+        if lock is not None:
+            lock.__exit__()
+
+
+def machine_id(state_dir):
+    """This machine's id: random, made once in its state dir, never derived from the host."""
+    path = os.path.join(ledger.private_dir(folder(state_dir)), "machine")
+    for _ in range(2):
+        try:
+            with open(path, encoding="ascii") as handle:
+                value = handle.read().strip()
+            if value and len(value) <= 32 and value.isalnum():
+                return value
+            os.remove(path)  # damaged: a new id (its old group is deleted at the next push)
+        except (OSError, ValueError):
+            pass
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            continue  # another process made it first: read theirs
+        try:
+            ledger.write_all(fd, os.urandom(6).hex().encode())
+        finally:
+            os.close(fd)
+    raise OSError(f"cannot make a machine id in {path}")
+
+
+def machine_totals(state_dir, month, day, now):
+    """(month, day, {host:session: [month, day]}) of every session in this state dir, in
+    picodollars, from the session states (their ledger when a state is unreadable)."""
+    local = time.localtime(now)
+    month_start = time.mktime((local.tm_year, local.tm_mon, 1, 0, 0, 0, 0, 0, -1))
+    month_total = day_total = 0
+    sessions = {}
+    root = os.path.join(state_dir, "sessions")
+    try:
+        hosts = sorted(os.listdir(root))
+    except OSError:
+        hosts = []
+    for host in hosts:
+        try:
+            entries = list(os.scandir(os.path.join(root, host)))
+        except OSError:
+            continue
+        stats = {}
+        for entry in entries:
+            try:
+                stats[entry.name] = entry.stat().st_mtime
+            except OSError:
+                continue
+        for name, mtime in stats.items():
+            base, _, kind = name.rpartition(".")
+            if kind not in ("json", "ledger") or mtime < month_start - 86400:
+                continue  # written before the month began: none of its spend is this month's
+            if kind == "ledger" and base + ".json" in stats:
+                continue
+            path = os.path.join(root, host, name)
+            state = ledger.read_json(path) if kind == "json" else None
+            spend = state.get("spend") if state else None
+            if isinstance(spend, dict) and isinstance(spend.get("day"), dict):
+                days = spend["day"]
+                session_id = state.get("session_id")
+            else:
+                if kind == "json" and base + ".ledger" not in stats:
+                    continue
+                days, session_id = _ledger_days(os.path.join(root, host, base + ".ledger")), None
+            pair = _month_day(days, month, day)
+            month_total += pair[0]
+            day_total += pair[1]
+            if isinstance(session_id, str) and mtime >= now - ACTIVE_S:
+                sessions[f"{host}:{session_id}"] = list(pair)
+    return month_total, day_total, sessions
+
+
+def _ledger_days(path):
+    """A session's spend per day from its append-only ledger: the last row of a key wins."""
+    latest = {}
+    try:
+        with open(path, "rb") as handle:
+            for line in handle:
+                try:
+                    entry = jsonio.loads(line)
+                except ValueError:
+                    continue
+                if (
+                    isinstance(entry, list)
+                    and len(entry) == 6
+                    and isinstance(entry[0], str)
+                    and _int(entry[1]) is not None
+                    and isinstance(entry[5], str)
+                ):
+                    latest[entry[0]] = (entry[5], entry[1])
+    except OSError:
+        return {}
+    days = {}
+    for name, pusd in latest.values():
+        days[name] = days.get(name, 0) + pusd
+    return days
+
+
+def usd_text(pusd):
+    """Picodollars as an exact decimal, for the text format."""
+    sign = "-" if pusd < 0 else ""
+    pusd = abs(pusd)
+    return f"{sign}{pusd // PICO}.{pusd % PICO:012d}"
+
+
+def exposition(month, day, month_pusd, day_pusd):
+    """The group's body in Prometheus' text format (the grouping labels come from the path)."""
+    return (
+        f"# HELP {MONTH_METRIC} This machine's runaway-guard ledger total for the month.\n"
+        f"# TYPE {MONTH_METRIC} gauge\n"
+        f'{MONTH_METRIC}{{month="{month}"}} {usd_text(month_pusd)}\n'
+        f"# HELP {DAY_METRIC} This machine's runaway-guard ledger total for the day.\n"
+        f"# TYPE {DAY_METRIC} gauge\n"
+        f'{DAY_METRIC}{{day="{day}"}} {usd_text(day_pusd)}\n'
+    )
+
+
+def group_path(team, user, machine):
+    return f"/metrics/job/{JOB}/team/{team}/user/{user}/machine/{machine}"
+
+
+def query_text(team, user, machine, month, day):
+    """One PromQL query for four sums: the team's month and the person's day, for the other
+    machines and for this one as Prometheus sees it."""
+    parts = []
+    for metric, match, period in (
+        (MONTH_METRIC, f'team="{team}",month="{month}"', "team"),
+        (DAY_METRIC, f'team="{team}",user="{user}",day="{day}"', "person"),
+    ):
+        for side, op in (("others", "!="), ("mine", "=")):
+            total = f'sum({metric}{{{match},machine{op}"{machine}"}})'
+            parts.append(f'label_replace({total},"part","{period}_{side}","","")')
+    return " or ".join(parts)
+
+
+def _request(method, url, body=None, timeout=TIMEOUT):
+    """One HTTP request; the response body. Credentials in the URL go as basic auth."""
+    import urllib.parse
+    import urllib.request
+
+    split = urllib.parse.urlsplit(url)
+    headers = {"User-Agent": "runaway-guard"}
+    if split.username is not None:
+        import base64
+
+        user = urllib.parse.unquote(split.username)
+        secret = urllib.parse.unquote(split.password or "")
+        token = base64.b64encode(f"{user}:{secret}".encode()).decode()
+        headers["Authorization"] = f"Basic {token}"
+        netloc = split.hostname + (f":{split.port}" if split.port else "")
+        url = urllib.parse.urlunsplit(split._replace(netloc=netloc))
+    if body is not None:
+        headers["Content-Type"] = "text/plain; version=0.0.4; charset=utf-8"
+    request = urllib.request.Request(url, data=body, method=method, headers=headers)
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return response.read(1 << 20)
+
+
+def public_url(url):
+    """A URL fit to show: credentials removed."""
+    scheme, sep, rest = url.partition("://")
+    host, slash, path = rest.partition("/")
+    return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}"
+
+
+def _error_text(error):
+    reason = getattr(error, "reason", None)
+    code = getattr(error, "code", None)
+    if code is not None:
+        return f"HTTP {code}"
+    return str(reason or error) or type(error).__name__
+
+
+def read_sums(settings, machine, month, day):
+    """{part: picodollars} from Prometheus; a part no series matched is absent."""
+    import urllib.parse
+
+    promql = query_text(settings.team, settings.user, machine, month, day)
+    query = urllib.parse.urlencode({"query": promql})
+    answer = jsonio.loads(_request("GET", f"{settings.prometheus_url}/api/v1/query?{query}"))
+    data = answer.get("data") if isinstance(answer, dict) else None
+    if not isinstance(data, dict) or answer.get("status") != "success":
+        raise ValueError(f"Prometheus answered {str(answer)[:200]}")
+    sums = {}
+    for item in data.get("result") or []:
+        part = item.get("metric", {}).get("part") if isinstance(item, dict) else None
+        value = item.get("value") if isinstance(item, dict) else None
+        if not isinstance(part, str) or not isinstance(value, list) or len(value) != 2:
+            raise ValueError(f"Prometheus answered an unexpected result {str(item)[:200]}")
+        amount = float(value[1])
+        if not (amount == amount and abs(amount) < 1e12):
+            raise ValueError(f"Prometheus answered {value[1]!r} for {part}")
+        sums[part] = round(amount * PICO)
+    return sums
+
+
+def refresh(settings, now=None):
+    """Publish this machine's totals, read the others', write the cache; the cache."""
+    state_dir = settings.state_dir
+    now = time.time() if now is None else now
+    month, day = periods(now)
+    old = read_cache(state_dir) or {}
+    if (old.get("team"), old.get("user")) != (settings.team, settings.user):
+        keep = {key: old[key] for key in ("group", "orphans", "pushed_at") if key in old}
+        old = {**keep, "pushed_at": None}
+    machine = machine_id(state_dir)
+    mine_month, mine_day, sessions = machine_totals(state_dir, month, day, now)
+    cache = {
+        "v": VERSION,
+        "team": settings.team,
+        "user": settings.user,
+        "machine": machine,
+        "month": month,
+        "day": day,
+        "snapshot_at": now,
+        "mine_month": mine_month,
+        "mine_day": mine_day,
+        "sessions": sessions,
+        "attempted_at": now,
+    }
+    for key in ("fetched_at", "others_month", "others_day", "pushed_at", "stale_since"):
+        cache[key] = old.get(key)
+    if old.get("month") != month:
+        cache["others_month"] = None
+    if old.get("day") != day:
+        cache["others_day"] = None
+    errors = []
+    group = group_path(settings.team, settings.user, machine)
+    orphans = [path for path in old.get("orphans") or [] if isinstance(path, str)]
+    if isinstance(old.get("group"), str) and old["group"] != group:
+        orphans.append(old["group"])  # this machine's old group (another team or user name)
+    cache["group"] = group
+    cache["orphans"] = []
+    for path in dict.fromkeys(orphans):
+        if path == group:
+            continue
+        try:
+            _request("DELETE", settings.pushgateway_url + path)
+        except Exception as error:
+            if getattr(error, "code", None) != 404:
+                cache["orphans"].append(path)
+                errors.append(f"removing the old group: {_error_text(error)}")
+    body = exposition(month, day, mine_month, mine_day).encode()
+    try:
+        _request("PUT", settings.pushgateway_url + group, body)
+        if old.get("pushed_month") != month or not cache["pushed_at"]:
+            cache["pushed_at"] = now  # first push of this group this month
+        cache["pushed_month"] = month
+    except Exception as error:
+        cache["pushed_month"] = old.get("pushed_month")
+        errors.append(f"Pushgateway {public_url(settings.pushgateway_url)}: {_error_text(error)}")
+    cache["warning"] = None
+    try:
+        sums = read_sums(settings, machine, month, day)
+        cache["others_month"] = sums.get("team_others", 0)
+        cache["others_day"] = sums.get("person_others", 0)
+        cache["fetched_at"] = now
+        pushed_at = cache.get("pushed_at")
+        late = max(2 * settings.team_refresh_s, 60.0)
+        if "team_mine" not in sums and isinstance(pushed_at, float) and now - pushed_at > late:
+            cache["warning"] = (
+                f"Prometheus {public_url(settings.prometheus_url)} shows none of this machine's "
+                "pushes: does it scrape the Pushgateway, with honor_labels: true?"
+            )
+    except Exception as error:
+        errors.append(f"Prometheus {public_url(settings.prometheus_url)}: {_error_text(error)}")
+    if errors:
+        cache["error"] = "; ".join(errors)
+        cache["failures"] = (_int(old.get("failures")) or 0) + 1
+        cache["stale_since"] = old.get("stale_since") if old.get("error") else now
+    else:
+        cache["error"] = None
+        cache["failures"] = 0
+        cache["stale_since"] = None
+    ledger.write_atomic(cache_path(state_dir), jsonio.dumps(cache).encode())
+    return cache
