@@ -26,14 +26,21 @@ NAME = "runaway-guard"
 LOOP = "echo x >> ran.txt; echo same output"
 
 
+LOCAL = shutil.ignore_patterns(".git", ".venv", ".hosts", "__pycache__", "*.pyc", ".*_cache")
+
+
 def checkout(dest: Path) -> Path:
-    """The repository as a fresh clone has it: tracked and new (not ignored) files."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-    ).stdout.decode()
+    """The repository as a fresh clone has it: tracked and new (not ignored) files (without git:
+    everything but what a run makes locally)."""
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        ).stdout.decode()
+    except (OSError, subprocess.CalledProcessError):
+        return Path(shutil.copytree(ROOT, dest, ignore=LOCAL))
     for rel in filter(None, listed.split("\0")):
         src = ROOT / rel
         if src.is_file():
