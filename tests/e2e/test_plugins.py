@@ -16,9 +16,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from claude_host import claude_bin, claude_env, prepare_home, run_claude
-from harness import ROOT, Person, lines, require_cli, slow_all
+from claude_host import claude_bin, claude_env
+from harness import ROOT, slow_all
 from scripted_model import ScriptedModel, bash, text, usage
+from test_claude_code import Claude
 
 pytestmark = pytest.mark.e2e
 
@@ -57,13 +58,11 @@ def loop_steps(n: int = 8) -> list:
 # --------------------------------------------------------------------------- Claude Code
 
 
-class ClaudePlugin:
-    """A person's HOME, the checkout, and Claude Code's own plugin commands."""
+class ClaudePlugin(Claude):
+    """A person's HOME (nothing installed yet), the checkout, Claude Code's plugin commands."""
 
     def __init__(self, tmp_path: Path):
-        require_cli(claude_bin(), "Claude Code")
-        self.person = Person(tmp_path)
-        prepare_home(self.person.home)
+        super().__init__(tmp_path, scopes=())
         self.source = checkout(tmp_path / NAME)
 
     def cli(self, *args: str) -> subprocess.CompletedProcess:
@@ -79,35 +78,25 @@ class ClaudePlugin:
         assert proc.returncode == 0, f"claude {' '.join(args)}: {proc.stdout}\n{proc.stderr}"
         return proc
 
-    def install(self) -> None:
+    def install_plugin(self) -> None:
         self.cli("plugin", "marketplace", "add", str(self.source))
         self.cli("plugin", "install", f"{NAME}@{NAME}")
 
-    def uninstall(self) -> None:
+    def uninstall_plugin(self) -> None:
         self.cli("plugin", "uninstall", f"{NAME}@{NAME}")
         self.cli("plugin", "marketplace", "remove", NAME)
 
     @property
-    def settings(self) -> dict:
-        return json.loads((self.person.home / ".claude" / "settings.json").read_text())
+    def user_settings(self) -> dict:
+        return json.loads(self.settings.read_text())
 
-    def run(self, steps):
+    def loop(self, steps):
+        """A run of the scripted steps; the commands that really ran (the marker is reset)."""
         with ScriptedModel({"anthropic": steps}) as model:
-            run = run_claude(
-                "Go.",
-                model.url,
-                home=self.person.home,
-                cwd=self.person.project,
-                env=self.person.host_env(),
-            )
-        assert run.result, f"no result JSON: {run!r}\n{run.stdout[-2000:]}"
-        return run
-
-    def ran(self) -> list:
-        marker = self.person.project / "ran.txt"
-        out = lines(marker)
-        marker.unlink(missing_ok=True)
-        return out
+            run = self.run(model)
+        ran = self.marker()
+        (self.person.project / "ran.txt").unlink(missing_ok=True)
+        return run, ran
 
 
 def denied_commands(run) -> list:
@@ -131,11 +120,11 @@ def test_claude_code_validates_the_manifests(tmp_path):
 
 def test_claude_code_plugin_guards_then_uninstall_leaves_no_hook(tmp_path):
     claude = ClaudePlugin(tmp_path)
-    claude.install()
-    assert claude.settings["enabledPlugins"] == {f"{NAME}@{NAME}": True}
+    claude.install_plugin()
+    assert claude.user_settings["enabledPlugins"] == {f"{NAME}@{NAME}": True}
 
-    run = claude.run(slow_all(loop_steps()))
-    assert claude.ran() == ["x"] * 5, run
+    run, ran = claude.loop(slow_all(loop_steps()))
+    assert ran == ["x"] * 5, run
     assert denied_commands(run) == [LOOP] * 3
     assert run.result["terminal_reason"] == "hook_stopped", run.result
     state = claude.person.state_dir / "sessions" / "claude" / f"{run.session_id}.json"
@@ -144,17 +133,17 @@ def test_claude_code_plugin_guards_then_uninstall_leaves_no_hook(tmp_path):
     # the installer sees the plugin and adds no second hook
     said = claude.person.install("claude")
     assert "installed as Claude Code's plugin" in said and "no second hook" in said, said
-    assert "hooks" not in claude.settings
+    assert "hooks" not in claude.user_settings
     check = claude.person.check("claude")
     assert check.returncode == 0 and "the plugin runs the guard" in check.stdout, check.stdout
 
-    claude.uninstall()
-    settings = claude.settings
+    claude.uninstall_plugin()
+    settings = claude.user_settings
     assert not settings.get("enabledPlugins") and not settings.get("extraKnownMarketplaces")
     assert "hooks" not in settings
     # nothing guards the loop any more, even with a model that answers at once
-    run = claude.run(loop_steps())
-    assert claude.ran() == ["x"] * 8, run
+    run, ran = claude.loop(loop_steps())
+    assert ran == ["x"] * 8, run
     assert run.result["terminal_reason"] == "completed", run.result
     assert not (claude.person.state_dir / "sessions" / "claude" / f"{run.session_id}.json").exists()
 
@@ -162,14 +151,14 @@ def test_claude_code_plugin_guards_then_uninstall_leaves_no_hook(tmp_path):
 def test_claude_code_plugin_and_installer_hook_count_each_call_once(tmp_path):
     claude = ClaudePlugin(tmp_path)
     claude.person.install("claude")  # the installer's hook first: the plugin command cannot see it
-    claude.install()
+    claude.install_plugin()
     check = claude.person.check("claude")
     assert "both run the guard" in check.stdout, check.stdout
 
-    run = claude.run(slow_all(loop_steps()))
+    run, ran = claude.loop(slow_all(loop_steps()))
     # two guards ran on every call, and the loop is still refused at the 6th call, not the 3rd
-    assert claude.ran() == ["x"] * 5, run
+    assert ran == ["x"] * 5, run
     assert denied_commands(run) == [LOOP] * 3
-    status = claude.person.status(claude.person.home / ".claude" / "skills" / NAME, run.session_id)
+    status = claude.status(run.session_id)
     assert status["runs_twice"] is True
     assert status["blocked"]["wire"] == "loop"
