@@ -29,7 +29,10 @@ def run(data, environ):
     if settings.off:
         return host.render(None)
     with ledger.Ledger(settings.state_dir, call.host, call.session_id) as book:
-        return host.render(_decide(book, call, settings, host))
+        decision = _decide(book, call, settings, host)
+    if decision and decision["kind"] == STOP and hasattr(host, "end_run"):
+        host.end_run(call)  # once the state is saved: ending the run may end this process too
+    return host.render(decision)
 
 
 def _decide(book, call, settings, host):
@@ -49,14 +52,15 @@ def _decide(book, call, settings, host):
         state["problems"] = settings.problems  # status.py shows them; fixed ones disappear
         for problem in settings.problems:
             log.append(settings.state_dir, "config", problem)
-    if call.prompt_id and call.prompt_id != state["prompt"]:
-        if state["prompt"] is not None:
-            for record in state["agents"].values():
-                ledger.reset_agent(record)  # a new prompt: the person decided to go on
-            state["blocked"] = None
-        state["prompt"] = call.prompt_id
-
+    _new_prompt(state, call)
+    known_id = call.tool_use_id
     has_transcript = host.sync(book, call)
+    # A host whose payload has no call id (Copilot) learns it from its session files.
+    if call.tool_use_id != known_id and call.tool_use_id in state["answers"]:
+        seen = state["answers"][call.tool_use_id]
+        # the same call through a second install: the host runs both answers, a note once
+        return seen if isinstance(seen, dict) and seen["kind"] != TELL else None
+    _new_prompt(state, call)
     daily = _daily_spend(state, call, settings)
     if state["off"]:
         return None
@@ -99,6 +103,15 @@ def _decide(book, call, settings, host):
         while len(answers) > 64:
             del answers[next(iter(answers))]
     return decision
+
+
+def _new_prompt(state, call):
+    if call.prompt_id and call.prompt_id != state["prompt"]:
+        if state["prompt"] is not None:
+            for record in state["agents"].values():
+                ledger.reset_agent(record)  # a new prompt: the person decided to go on
+            state["blocked"] = None
+        state["prompt"] = call.prompt_id
 
 
 def _before_model(state, settings, daily):

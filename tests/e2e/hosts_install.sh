@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Install the pinned host CLIs (Claude Code, Codex) for the end-to-end tests into
+# Install the pinned host CLIs (Claude Code, Codex, Copilot CLI) for the end-to-end tests into
 # tests/e2e/.hosts/ (gitignored). Idempotent: does nothing when the pinned versions are
-# already installed. Prints the binary paths (claude, codex, then ccusage).
+# already installed. Prints the binary paths (claude, codex, ccusage, then copilot).
 #
 # The versions are pinned here rather than in a package.json so that the install prefix stays
 # a throwaway folder: `npm install --prefix tests/e2e/.hosts <pkg>@<version>` writes its own
@@ -13,12 +13,16 @@ CLAUDE_VERSION="2.1.328"
 CODEX_VERSION="0.169.0"
 # ccusage: the independent Codex cost figure test_codex.py compares with (runs with --offline).
 CCUSAGE_VERSION="20.0.24"
+# GitHub Copilot CLI: a small loader plus the native binary of this platform (an optional
+# dependency, @github/copilot-<os>-<arch>); it declares no Node engine and runs on Node 20.
+COPILOT_VERSION="1.0.102"
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 prefix="$here/.hosts"
 claude_bin="$prefix/node_modules/.bin/claude"
 codex_bin="$prefix/node_modules/.bin/codex"
 ccusage_bin="$prefix/node_modules/.bin/ccusage"
+copilot_bin="$prefix/node_modules/.bin/copilot"
 
 installed_version() {
   # $1: package name; prints the installed version or nothing
@@ -29,13 +33,24 @@ installed_version() {
 if [ "$(installed_version @anthropic-ai/claude-code)" != "$CLAUDE_VERSION" ] ||
    [ "$(installed_version @openai/codex)" != "$CODEX_VERSION" ] ||
    [ "$(installed_version ccusage)" != "$CCUSAGE_VERSION" ] ||
-   [ ! -x "$claude_bin" ] || [ ! -x "$codex_bin" ] || [ ! -x "$ccusage_bin" ]; then
+   [ "$(installed_version @github/copilot)" != "$COPILOT_VERSION" ] ||
+   [ ! -x "$claude_bin" ] || [ ! -x "$codex_bin" ] || [ ! -x "$ccusage_bin" ] ||
+   [ ! -x "$copilot_bin" ]; then
   mkdir -p "$prefix"
   npm install --prefix "$prefix" --no-audit --no-fund --save-exact --loglevel=error \
     "@anthropic-ai/claude-code@$CLAUDE_VERSION" "@openai/codex@$CODEX_VERSION" \
-    "ccusage@$CCUSAGE_VERSION" >&2
+    "ccusage@$CCUSAGE_VERSION" "@github/copilot@$COPILOT_VERSION" >&2
+fi
+
+# Copilot unpacks its package (~235 MB) into COPILOT_CACHE_HOME on first start: once, here, in
+# the cache every e2e run shares (tests/e2e/copilot_host.py), so no test pays for it.
+if [ ! -e "$prefix/copilot-cache/pkg/linux-x64/$COPILOT_VERSION/.extraction-complete" ] &&
+   [ ! -e "$prefix/copilot-cache/pkg/darwin-arm64/$COPILOT_VERSION/.extraction-complete" ]; then
+  COPILOT_CACHE_HOME="$prefix/copilot-cache" COPILOT_OFFLINE=true COPILOT_AUTO_UPDATE=false \
+    "$copilot_bin" --version >/dev/null
 fi
 
 echo "$claude_bin"
 echo "$codex_bin"
 echo "$ccusage_bin"
+echo "$copilot_bin"

@@ -1,19 +1,21 @@
 """A scripted model server for the end-to-end tests (stdlib only).
 
-Serves the Anthropic Messages API (``POST /v1/messages``, streaming SSE or plain JSON) and the
-OpenAI Responses API (``POST /v1/responses``, rendered by ``responses_sse.render``) on
-127.0.0.1, so the real Claude Code and Codex CLIs can run offline against a script::
+Serves the Anthropic Messages API (``POST /v1/messages``, streaming SSE or plain JSON), the
+OpenAI Responses API (``POST /v1/responses``, rendered by ``responses_sse.render``) and the
+OpenAI Chat Completions API (``POST /v1/chat/completions``, rendered by ``chat_completions``) on
+127.0.0.1, so the real host CLIs (Claude Code, Codex, OpenCode ...) can run offline against a
+script::
 
-    with ScriptedModel({"anthropic": [step, ...], "openai": [step, ...]}) as model:
+    with ScriptedModel({"anthropic": [...], "openai": [...], "chat": [...]}) as model:
         run_cli(base_url=model.url)
         model.requests  # every request: {"method", "path", "query", "headers", "body"}
 
 Each API request pops the next step of its list. A step is a dict, or a callable
 ``(body) -> step`` (to react to the request's content; ``body`` is the decoded JSON request
-body, for both APIs). When the list is empty, a plain final text with a small usage is answered
-(``"anthropic_default"`` / ``"openai_default"`` replace it).
+body, for every API). When the list is empty, a plain final text with a small usage is answered
+(``"anthropic_default"`` / ``"openai_default"`` / ``"chat_default"`` replace it).
 
-A scenario may also carry ``"anthropic_route"`` / ``"openai_route"``: a callable
+A scenario may also carry ``"anthropic_route"`` / ``"openai_route"`` / ``"chat_route"``: a callable
 ``(body) -> step | None`` consulted *before* the list; when it returns a step, that step is
 answered and the list is left alone. Use it for side requests (Claude Code sends title
 generation, compaction summaries, subagent requests ... through the same endpoint); the
@@ -37,6 +39,8 @@ Anthropic step keys (all optional)::
     error         {"status": 529, "type": "overloaded_error", "message": "..."}: answer an error
 
 OpenAI steps are passed to ``responses_sse.render(step, request)`` unchanged (see that module).
+Chat steps are rendered by ``chat_completions`` (streamed or whole, as the request asks); the
+server itself honours their ``delay`` and ``error`` keys (see that module).
 """
 
 from __future__ import annotations
@@ -385,6 +389,10 @@ class _Handler(BaseHTTPRequestHandler):
             step = owner.next_step("openai", request)
             request["step"] = step
             self._openai(step, request)
+        elif path.endswith("/chat/completions"):
+            step = owner.next_step("chat", request)
+            request["step"] = step
+            self._chat(step, request)
         else:
             self._not_found(request)
 
@@ -405,13 +413,36 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, anthropic_message(step, request), headers)
 
     def _openai(self, step: dict, request: dict):
-        here = str(Path(__file__).resolve().parent)
-        if here not in sys.path:
-            sys.path.insert(0, here)
+        _sibling_path()
         from responses_sse import render  # written by the Codex side; imported lazily
 
         chunks = render(step, request_body(request))
         self._stream(((0, c) for c in chunks), {"x-request-id": _next_id("req")})
+
+    def _chat(self, step: dict, request: dict):
+        _sibling_path()
+        import chat_completions
+
+        if step.get("delay"):
+            time.sleep(float(step["delay"]))
+        headers = {"x-request-id": _next_id("req")}
+        error = step.get("error")
+        if error:
+            payload = chat_completions.error_body(error)
+            self._json(int(error.get("status", 500)), payload, headers)
+            return
+        body = request_body(request)
+        if body.get("stream"):
+            chunks = chat_completions.render(step, body)
+            self._stream(((0, c) for c in chunks), headers)
+        else:
+            self._json(200, chat_completions.completion(step, body), headers)
+
+
+def _sibling_path():
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
 
 
 class ScriptedModel:
@@ -422,14 +453,17 @@ class ScriptedModel:
         self.steps = {
             "anthropic": list(scenario.get("anthropic") or []),
             "openai": list(scenario.get("openai") or []),
+            "chat": list(scenario.get("chat") or []),
         }
         self.routes = {
             "anthropic": scenario.get("anthropic_route"),
             "openai": scenario.get("openai_route"),
+            "chat": scenario.get("chat_route"),
         }
         self.fallback = {
             "anthropic": scenario.get("anthropic_default") or {"text": FINAL_TEXT},
             "openai": scenario.get("openai_default") or {"text": FINAL_TEXT},
+            "chat": scenario.get("chat_default") or {"text": FINAL_TEXT},
         }
         self.models = list(models or [])
         self.requests: list = []
@@ -463,16 +497,26 @@ class ScriptedModel:
         return len(self.steps[api])
 
     def api_requests(self, api: str = "anthropic") -> list:
-        suffix = "/messages" if api == "anthropic" else "/responses"
+        suffix = {"anthropic": "/messages", "chat": "/chat/completions"}.get(api, "/responses")
         return [r for r in self.requests if r["method"] == "POST" and r["path"].endswith(suffix)]
 
     def models_listing(self) -> dict:
         ids = self.models or ["claude-opus-4-8", "claude-sonnet-4-6", "claude-haiku-4-5"]
+        # the Anthropic listing, with the keys an OpenAI client reads ("object", "owned_by")
         data = [
-            {"type": "model", "id": m, "display_name": m, "created_at": "2026-01-01T00:00:00Z"}
+            {
+                "type": "model",
+                "id": m,
+                "display_name": m,
+                "created_at": "2026-01-01T00:00:00Z",
+                "object": "model",
+                "created": 1767225600,
+                "owned_by": "scripted",
+            }
             for m in ids
         ]
-        return {"data": data, "has_more": False, "first_id": ids[0], "last_id": ids[-1]}
+        listing = {"data": data, "has_more": False, "first_id": ids[0], "last_id": ids[-1]}
+        return dict(listing, object="list")
 
     # -- lifecycle
 

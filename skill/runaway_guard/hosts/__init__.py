@@ -8,7 +8,9 @@ host"):
 - call(payload) -> calls.Call or None: the fields the guard uses, type-checked;
 - render(decision) -> one line of JSON the host honours, or "" (decision may be None);
 - sync(book, call) -> whether it has session files; reads what the host appended into the book;
-- INSTALL: plain data the installer reads (files per scope, entry shape, notes).
+- INSTALL: plain data the installer reads (files per scope, entry shape, notes);
+- optionally end_run(call): end the host's run after a STOP, out of band (called once the
+  session's state is saved, before the answer is printed; it must never raise).
 
 This module imports no host module: a call imports only its own host's.
 """
@@ -32,9 +34,16 @@ def _cursor(payload, environ):
 
 
 def _copilot(payload, environ):
+    """Copilot's own payloads, and the Claude-style ones it sends to the hooks in a project's
+    Claude settings: no transcript_path before a tool (Claude Code always sends one), an ISO
+    timestamp, COPILOT_CLI=1 in the hook's environment; at Stop its events.jsonl."""
     if "sessionId" in payload or "toolName" in payload or "toolArgs" in payload:
         return True
-    return "timestamp" in payload and "transcript_path" not in payload
+    path = payload.get("transcript_path")
+    if isinstance(path, str):
+        path = path.replace("\\", "/")
+        return "/session-state/" in path and path.endswith("/events.jsonl")
+    return "timestamp" in payload or environ.get("COPILOT_CLI") == "1"
 
 
 # Checked in order, the first match wins. The order is a property of the set of hosts (several

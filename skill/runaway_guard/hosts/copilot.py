@@ -1,20 +1,390 @@
-"""GitHub Copilot CLI: recognised so that its calls are never mistaken for Claude Code's (it
-runs the hooks in a project's Claude settings with its own payloads); not guarded yet."""
+"""GitHub Copilot CLI: preToolUse payloads (its own and the Claude-style ones it sends to the
+hooks in a project's `.claude/settings*.json`), its answers, and
+`$COPILOT_HOME/session-state/<session>/events.jsonl`.
+
+Seen on 1.0.102 (tests/fixtures/copilot/README.md):
+
+- Two payload dialects: a Copilot hook file (`preToolUse`) sends `sessionId`, `toolName`,
+  `toolArgs`; the Claude settings (`PreToolUse`) send `session_id`, `tool_name` (Claude's names),
+  `tool_input`, an ISO `timestamp` and no `transcript_path`. Neither carries a tool-call id. A
+  subagent's calls carry its own id as the session and the session's as `parentAgentId`.
+- One answer serves both: top-level `permissionDecision` deny / ask with
+  `permissionDecisionReason`, or `additionalContext`. Copilot denies the call when a hook exits
+  non-zero, so the guard's fail-open exit 0 matters doubly here. `ask` prompts the person in an
+  interactive session and is a denial in `copilot -p` and autopilot.
+- Nothing a hook prints ends a `copilot -p` run that calls read-only tools (`permissionRequest`
+  `interrupt` fires for shell and file writes only), but SIGINT ends it as Ctrl-C does: a stop
+  there is an `ask` (a denial, shown to the model) followed by SIGINT to the `copilot` process.
+  In an interactive session the same `ask` hands the call to the person (SIGINT would close
+  the whole session).
+- `events.jsonl` has one `session.usage_record` per response (`inputTokens` includes
+  `cacheReadTokens`, as OpenAI counts; a subagent's carry `parentToolCallId`), the
+  `hook.start` of each preToolUse with the ids of its calls, and `tool.execution_complete` per
+  call (a failing shell command is `success: true` with `shellExecution.exitCode` != 0; a call
+  refused by a hook or left without approval is `error.code: "denied"`). A debounced writer
+  flushes it ~0.1 s after the last event, so the hook waits (at most WAIT) until the file shows
+  the call it runs for: then it also shows the usage of the response that made the call and the
+  outcome of every call before it.
+- Copilot runs every hook entry for a call, one after the other: installed for Copilot and for
+  Claude Code, the guard runs twice per call. Each install claims the call's id from
+  `hook.start` in its own slot; the second finds the id claimed by the first and answers as the
+  first did without counting the call again.
+"""
+
+import os
+import time
+
+from .. import jsonio, pricing
+from ..calls import TOOL, Call, fingerprint, tool_name
+from ..decisions import ASK, DENY, STOP, TELL
+from ._files import local_day, number, read_file
 
 NAME = "copilot"
 LABEL = "Copilot CLI"
-RUNGS = frozenset()
-TOOLS = {}
-INSTALL = None
+RUNGS = frozenset({TELL, DENY, ASK, STOP})
+# Copilot's tool names; the Claude-style payloads already use Claude Code's (Bash, Read, ...).
+TOOLS = {
+    "bash": "Bash",
+    "powershell": "Bash",
+    "view": "Read",
+    "create": "Write",
+    "edit": "Edit",
+    "task": "Agent",
+}
+
+INSTALL = {
+    "home": ("COPILOT_HOME", ".copilot"),
+    # A hook file the guard owns (hooks/*.json are all loaded): written whole, deleted on
+    # uninstall. Skills: Copilot lists ~/.copilot/skills and a project's .github/skills.
+    "user": {"settings": "hooks/runaway-guard.json", "skills": "skills"},
+    "project": {"settings": ".github/hooks/runaway-guard.json", "skills": ".github/skills"},
+    "binaries": ("copilot",),
+    "entry": {
+        "kind": "owned-file",
+        # camelCase event: camelCase payloads; `bash` runs the POSIX command; seconds
+        "template": {
+            "version": 1,
+            "hooks": {"preToolUse": [{"type": "command", "bash": "{command}", "timeoutSec": 30}]},
+        },
+    },
+    "after_install": (
+        "Copilot CLI loads {settings} in every folder, interactive or `copilot -p`, from its next "
+        "session on. If the guard is also installed for Claude Code in a project, Copilot runs "
+        "both there and each call is counted once.",
+    ),
+    "after_install_project": (
+        "Copilot runs a project's hooks in `copilot -p` only in a trusted folder "
+        "(--trust-folder, a saved trust, or COPILOT_ALLOW_ALL=true); an interactive session asks "
+        "to trust the folder first.",
+    ),
+    "after_uninstall": "Copilot CLI no longer runs the hook from its next session on.",
+}
+
+WAIT = 1.5  # seconds a call waits for events.jsonl to show it (seen: within ~0.1 s)
+SHORT_WAIT = 0.2  # after two calls the file never showed
+POLL = 0.01
+PENDING_KEEP = 128
+_CREDIT_PICO = 10  # 1 AI credit = $0.01 = 10**10 picodollars = 10**9 nano-AI units
+
+_REFUSED = ("denied",)  # refused before it ran: by a hook (the guard's) or with nobody to approve
+_STOPPED = ("rejected", "aborted", "cancelled", "interrupted")  # a person said no or stopped it
 
 
-def call(payload):
-    return None
+class _Call(Call):
+    """A call, with the hook entry it came through (one slot per install of the guard)."""
+
+    __slots__ = ("slot",)
+
+
+def call(payload, environ=None):
+    """A preToolUse from a Copilot hook file or from a project's Claude settings; else None.
+
+    environ defaults to the hook's own environment (COPILOT_HOME, COPILOT_HOOK_DIR)."""
+    environ = os.environ if environ is None else environ
+    if "toolArgs" in payload and "toolName" in payload:
+        if "toolResult" in payload or "error" in payload or "hookName" in payload:
+            return None  # postToolUse, postToolUseFailure, permissionRequest: not installed
+        session, agent = payload.get("sessionId"), payload.get("agentId")
+        root = payload.get("parentAgentId")
+        tool, args = payload.get("toolName"), payload.get("toolArgs")
+        # A Copilot hook file's entry: COPILOT_HOOK_DIR tells a user install from a project one.
+        slot = "hooks:" + str(environ.get("COPILOT_HOOK_DIR") or "")
+    elif payload.get("hook_event_name") == "PreToolUse":
+        session, agent = payload.get("session_id"), payload.get("agent_id")
+        root = payload.get("parent_agent_id")
+        tool, args = payload.get("tool_name"), payload.get("tool_input")
+        slot = "claude"
+    else:
+        return None
+    if isinstance(root, str) and root and isinstance(agent, str) and agent:
+        session = root  # a subagent's call: the session is its parent's
+    else:
+        agent = None
+    found = _Call(
+        NAME,
+        session,
+        transcript_path=_events_path(session, environ),
+        cwd=payload.get("cwd"),
+        agent=agent,
+        tool=tool_name(tool, TOOLS),
+        tool_input=args,
+    )
+    found.slot = slot
+    return found
+
+
+def _events_path(session, environ):
+    if not isinstance(session, str) or not session or "/" in session or session.startswith("."):
+        return None
+    home = environ.get("COPILOT_HOME") or os.path.join(os.path.expanduser("~"), ".copilot")
+    return os.path.join(home, "session-state", session, "events.jsonl")
 
 
 def render(decision):
-    return ""
+    """One answer for both dialects; a stop is an ask (the person decides, or in `copilot -p` a
+    denial the model reads before end_run ends the run)."""
+    if not decision:
+        return ""
+    kind = decision["kind"]
+    model_text = decision.get("model") or ""
+    person_text = decision.get("person") or ""
+    if kind == TELL:
+        return jsonio.dumps({"additionalContext": model_text}) if model_text else ""
+    if kind == DENY:
+        answer, reason = "deny", model_text or person_text
+    else:
+        answer, reason = "ask", person_text or model_text
+    return jsonio.dumps({"permissionDecision": answer, "permissionDecisionReason": reason})
+
+
+# ---------------------------------------------------------------------------------------------
+# ending a `copilot -p` run
+
+
+def end_run(call):
+    """SIGINT the `copilot -p` process this hook runs under: the run ends as after Ctrl-C
+    ("Operation aborted by user", no further model request; seen on 1.0.102). An interactive
+    session is never signalled (it would close): its stop is the ask render() gives."""
+    try:
+        pid = _prompt_mode_process(os.getppid())
+        if pid:
+            import signal
+
+            os.kill(pid, signal.SIGINT)
+    except (OSError, ValueError):
+        pass
+
+
+def _prompt_mode_process(pid):
+    """The nearest ancestor that is the copilot binary, if it runs a prompt (-p); else None."""
+    for _ in range(8):
+        if pid <= 1:
+            return None
+        parent, argv = _process(pid)
+        if argv and os.path.basename(argv[0]) in ("copilot", "copilot.exe"):
+            prompt = any(a in ("-p", "--prompt") or a.startswith("--prompt=") for a in argv[1:])
+            return pid if prompt else None
+        pid = parent
+    return None
+
+
+def _process(pid):
+    """(parent pid, argv) of a process: /proc on Linux, ps elsewhere."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            argv = handle.read().decode("utf-8", "replace").split("\0")
+        return int(stat[stat.rindex(b")") + 2 :].split()[1]), [a for a in argv if a]
+    except FileNotFoundError:
+        if os.path.isdir("/proc/self"):
+            raise
+    import subprocess
+
+    out = subprocess.run(
+        ["ps", "-ww", "-o", "ppid=", "-o", "args=", "-p", str(pid)],
+        capture_output=True,
+        text=True,
+        timeout=5,
+        check=False,
+    ).stdout.strip()
+    parent, _, args = out.partition(" ")
+    return int(parent), args.split()
+
+
+# ---------------------------------------------------------------------------------------------
+# events.jsonl
 
 
 def sync(book, call):
+    """Read what events.jsonl gained, waiting until it shows the call this hook runs for; True
+    when the call was found there (its id, agent and outcome then come from the file)."""
+    path = call.transcript_path
+    if not path or not os.path.isdir(os.path.dirname(path)):
+        return False  # Copilot makes the session's folder when the session starts
+    state = book.state
+    files = state["files"]
+    entry = files.setdefault(path, {"agent": "main"})
+    mine = state.setdefault("copilot", {"pending": {}, "misses": 0})
+    reader = _Reader(book, entry, mine)
+    # a status refresh (a plain Call) only reads; a hook call waits to find itself
+    waiting = call.event == TOOL and isinstance(call, _Call)
+    deadline = time.monotonic() + (WAIT if mine["misses"] < 2 else SHORT_WAIT)
+    while True:
+        try:
+            read_file(book, path, entry, reader.line)
+        except FileNotFoundError:
+            pass
+        if not waiting or _claim(mine["pending"], call):
+            break
+        if time.monotonic() >= deadline:
+            mine["misses"] += 1
+            break
+        time.sleep(POLL)
+    call.prompt_id = entry.get("prompt") or call.prompt_id
+    if call.tool_use_id:
+        mine["misses"] = 0
+        return True
     return False
+
+
+def _claim(pending, call):
+    """Take the oldest call of the file that matches this payload and that this hook entry has
+    not taken yet; a second install of the guard then finds the id its first install took."""
+    digest = fingerprint(call.tool_input)
+    slot = call.slot
+    for call_id, item in pending.items():
+        if item[1] == digest and slot not in item[2]:
+            item[2].append(slot)
+            call.tool_use_id = call_id
+            if item[0] != "main":
+                call.agent = item[0]
+            return True
+    return False
+
+
+def shell_outcome(text):
+    """A fingerprint of a tool result without Copilot's `<shellId: N …>` line (N grows every
+    call, so two identical results would never look alike)."""
+    if not isinstance(text, str):
+        return fingerprint(text)
+    lines = [line for line in text.split("\n") if not line.startswith("<shellId: ")]
+    return fingerprint("\n".join(lines))
+
+
+def _price(usage):
+    """(model, picodollars, known) of one usage record.
+
+    Billed by GitHub, the record's `copilotUsage.totalNanoAiu` is what Copilot charged (1 AI
+    credit = $0.01, 10**9 nano units; not verified here: it needs a GitHub account). Under the
+    person's own key (`isByok`, `cost` 0) the tokens are priced with the table.
+    """
+    model = usage.get("model") if isinstance(usage.get("model"), str) else "gpt-unknown"
+    charged = usage.get("copilotUsage")
+    nano = charged.get("totalNanoAiu") if isinstance(charged, dict) else None
+    if usage.get("isByok") is not True and number(nano):
+        return model, round(nano * _CREDIT_PICO), True
+    inp = number(usage.get("inputTokens"))
+    cached = min(number(usage.get("cacheReadTokens")), inp)
+    written = min(number(usage.get("cacheWriteTokens")), inp - cached)
+    out = number(usage.get("outputTokens"))
+    if pricing.normalize_model(model).startswith("claude"):
+        tokens = {
+            "input_tokens": inp - cached - written,
+            "cache_read_input_tokens": cached,
+            "cache_creation_input_tokens": written,
+            "output_tokens": out,
+        }
+        pusd, known = pricing.claude_cost(model, tokens)
+    else:
+        tokens = {
+            "input_tokens": inp,
+            "cached_input_tokens": cached,
+            "cache_write_input_tokens": written,
+            "output_tokens": out,
+        }
+        pusd, known = pricing.codex_cost(model, tokens)
+    return model, pusd, known
+
+
+class _Reader:
+    """Turns events.jsonl lines into ledger entries, pending calls and the person's prompts."""
+
+    def __init__(self, book, entry, mine):
+        self.book = book
+        self.entry = entry
+        self.pending = mine["pending"]
+
+    def line(self, raw):
+        if b'"session.usage_record"' in raw:
+            handler = self._usage
+        elif b'"hook.start"' in raw and b'"preToolUse"' in raw:
+            handler = self._hook_start
+        elif b'"tool.execution_complete"' in raw:
+            handler = self._complete
+        elif b'"user.message"' in raw:
+            handler = self._prompt
+        else:
+            return
+        try:
+            record = jsonio.loads(raw)
+        except ValueError:
+            return
+        if isinstance(record, dict) and isinstance(record.get("data"), dict):
+            handler(record, record["data"])
+
+    def _usage(self, record, data):
+        usage = data.get("usage")
+        if record.get("type") != "session.usage_record" or not isinstance(usage, dict):
+            return
+        accounting = usage.get("accounting") if isinstance(usage.get("accounting"), dict) else {}
+        key = usage.get("apiCallId") or accounting.get("usageId") or record.get("id")
+        if not isinstance(key, str) or not key:
+            return
+        parent = usage.get("parentToolCallId")
+        agent = parent if isinstance(parent, str) and parent else "main"
+        model, pusd, known = _price(usage)
+        out = number(usage.get("outputTokens"))
+        self.book.usage(key, agent, model, pusd, known, out, local_day(record.get("timestamp")))
+
+    def _hook_start(self, record, data):
+        hook_input = data.get("input")
+        if data.get("hookType") != "preToolUse" or not isinstance(hook_input, dict):
+            return
+        parent = data.get("parentToolCallId")
+        agent = parent if isinstance(parent, str) and parent else "main"
+        for item in hook_input.get("toolCalls") or []:
+            if isinstance(item, dict) and isinstance(item.get("id"), str):
+                self.pending.setdefault(item["id"], [agent, fingerprint(item.get("args")), []])
+        while len(self.pending) > PENDING_KEEP:
+            del self.pending[next(iter(self.pending))]
+
+    def _complete(self, record, data):
+        call_id = data.get("toolCallId")
+        if record.get("type") != "tool.execution_complete" or not isinstance(call_id, str):
+            return
+        self.pending.pop(call_id, None)
+        if not self.book.expecting():
+            return
+        error = data.get("error") if isinstance(data.get("error"), dict) else None
+        result = data.get("result") if isinstance(data.get("result"), dict) else {}
+        shell = data.get("shellExecution")
+        code = shell.get("exitCode") if isinstance(shell, dict) else None
+        if error is not None:
+            kind = error.get("code")
+            status = "guard" if kind in _REFUSED else "reset" if kind in _STOPPED else "fail"
+            digest = fingerprint(error.get("message"))
+        else:
+            failed = data.get("success") is False or (code is not None and code != 0)
+            status = "fail" if failed else "ok"
+            digest = shell_outcome(result.get("content"))
+        self.book.result(call_id, status, digest)
+
+    def _prompt(self, record, data):
+        """The person's prompt (not a subagent's task, not an autopilot continuation)."""
+        if record.get("type") != "user.message" or "source" in data or "parentToolCallId" in data:
+            return
+        if data.get("isAutopilotContinuation"):
+            return
+        if isinstance(data.get("interactionId"), str):
+            self.entry["prompt"] = data["interactionId"]
