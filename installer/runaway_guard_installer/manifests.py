@@ -85,7 +85,8 @@ def _render(template: Any, values: dict[str, Any]) -> Any:
 
 
 def plugin_hosts(modules) -> list:
-    return [host for host in modules if host.INSTALL and host.INSTALL.get("plugin")]
+    """The hosts whose module says which manifests make the repository its plugin."""
+    return [h for h in modules if h.INSTALL and (h.INSTALL.get("plugin") or {}).get("manifests")]
 
 
 def build(source: Path, modules) -> dict[str, bytes]:

@@ -17,9 +17,11 @@ from pathlib import Path
 
 import pytest
 from claude_host import claude_bin, claude_env
+from copilot_host import copilot_bin, copilot_env
 from harness import ROOT, slow_all
 from scripted_model import ScriptedModel, bash, text, usage
 from test_claude_code import Claude
+from test_copilot_cli import Copilot, final, sh
 
 pytestmark = pytest.mark.e2e
 
@@ -162,3 +164,86 @@ def test_claude_code_plugin_and_installer_hook_count_each_call_once(tmp_path):
     status = claude.status(run.session_id)
     assert status["runs_twice"] is True
     assert status["blocked"]["wire"] == "loop"
+
+
+# --------------------------------------------------------------------------- Copilot CLI
+
+
+class CopilotPlugin(Copilot):
+    """A person's HOME (nothing installed yet), the checkout, Copilot CLI's plugin commands."""
+
+    def __init__(self, tmp_path: Path, installs=()):
+        super().__init__(tmp_path, installs=installs)
+        self.source = checkout(tmp_path / NAME)
+
+    def install_plugin(self) -> str:
+        self.cli("plugin", "marketplace", "add", str(self.source))
+        return self.cli("plugin", "install", f"{NAME}@{NAME}").stdout
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess:
+        proc = subprocess.run(
+            [copilot_bin(), *args],
+            env=copilot_env(self.person.home, "http://127.0.0.1:9", env=self.person.host_env()),
+            cwd=str(self.person.project),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+        assert proc.returncode == 0, f"copilot {' '.join(args)}: {proc.stdout}\n{proc.stderr}"
+        return proc
+
+    @property
+    def user_settings(self) -> dict:
+        return json.loads((self.copilot_home / "settings.json").read_text())
+
+    def loop(self, n: int):
+        """A run whose model repeats one command n times (answering at once); what ran."""
+        with ScriptedModel({"chat": [sh(LOOP) for _ in range(n)] + [final()]}) as model:
+            run = self.run(model)
+        ran = self.marker()
+        (self.person.project / "ran.txt").unlink(missing_ok=True)
+        return run, ran
+
+
+def test_copilot_cli_plugin_guards_then_uninstall_leaves_no_hook(tmp_path):
+    copilot = CopilotPlugin(tmp_path)
+    said = copilot.install_plugin()
+    assert "installed successfully" in said, said
+    assert copilot.user_settings["enabledPlugins"] == {f"{NAME}@{NAME}": True}
+
+    run, ran = copilot.loop(15)
+    assert ran == ["x"] * 5, run.stdout[-3000:]
+    assert run.aborted  # the guard ended the run
+    state = copilot.person.state_dir / "sessions" / "copilot" / f"{run.session_id}.json"
+    assert json.loads(state.read_text())["blocked"]["wire"] == "loop"
+
+    said = copilot.person.install("copilot")
+    assert "installed as Copilot CLI's plugin" in said and "no second hook" in said, said
+    assert not (copilot.copilot_home / "hooks").exists()
+
+    copilot.cli("plugin", "uninstall", f"{NAME}@{NAME}")
+    copilot.cli("plugin", "marketplace", "remove", NAME)
+    settings = copilot.user_settings
+    # 1.0.102 keeps the plugin's id in enabledPlugins, switched off
+    assert True not in settings.get("enabledPlugins", {}).values(), settings
+    assert not settings.get("extraKnownMarketplaces"), settings
+    run, ran = copilot.loop(8)
+    assert ran == ["x"] * 8 and not run.aborted, run.stdout[-3000:]
+    assert not (
+        copilot.person.state_dir / "sessions" / "copilot" / f"{run.session_id}.json"
+    ).exists()
+
+
+def test_copilot_cli_plugin_and_installer_hook_count_each_call_once(tmp_path):
+    """Copilot runs the installer's hook file (its own payloads) and the plugin's Claude-style
+    entry for every call: each install claims the call in its own slot."""
+    copilot = CopilotPlugin(tmp_path, installs=("copilot",))
+    copilot.install_plugin()
+    check = copilot.person.check("copilot")
+    assert "both run the guard" in check.stdout, check.stdout
+    run, ran = copilot.loop(15)
+    assert ran == ["x"] * 5, run.stdout[-3000:]
+    assert run.aborted
+    status = copilot.status(run.session_id)
+    assert status["blocked"]["wire"] == "loop" and status["runs_twice"] is True

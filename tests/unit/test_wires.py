@@ -343,8 +343,8 @@ def test_spawning_is_refused_first(guard_env, tmp_path, host):
 
 def test_installed_twice_every_call_counted_once(guard_env, tmp_path):
     """User and project settings (or a plugin and the installer's hook) both run the guard:
-    two processes see every call; the second answers as the first did, and says once to the
-    person that two hooks run."""
+    two processes see every call; the second repeats a refusal, not a note, and says once to
+    the person that two hooks run."""
     from runaway_guard.decisions import TWICE
 
     transcript = tmp_path / "p" / "s1.jsonl"
@@ -356,6 +356,8 @@ def test_installed_twice_every_call_counted_once(guard_env, tmp_path):
         first, second = guard_env.run(payload), guard_env.run(payload)
         if i == 0:
             assert first == "" and json.loads(second) == {"systemMessage": TWICE}
+        elif decision(json.loads(first) if first else None) == "tell":
+            assert second == ""  # the host shows both answers: a note once
         else:
             assert first == second
         answers.append(decision(json.loads(first)) if first else None)
