@@ -24,9 +24,13 @@ def sh_quote(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
-def hook_command(python: str, skill_dir: Path) -> str:
+def hook_command(python: str, skill_dir: Path, entry: dict[str, Any] | None = None) -> str:
+    """The hook command; when the guard cannot run at all (its interpreter gone), the call goes
+    ahead: `|| true`, or the host's own allow where an empty answer blocks (entry["fallback"])."""
     guard = skill_dir.as_posix() + "/skill/guard.py"
-    return f"{sh_quote(python)} {INTERPRETER_FLAGS} {sh_quote(guard)} || true"
+    fallback = (entry or {}).get("fallback")
+    otherwise = f"printf '%s\\n' {sh_quote(fallback)}" if fallback else "true"
+    return f"{sh_quote(python)} {INTERPRETER_FLAGS} {sh_quote(guard)} || {otherwise}"
 
 
 def fill(template: Any, command: str) -> Any:

@@ -49,7 +49,13 @@ INSTALL = {
     "user": {"settings": "hooks.json", "skills": "skills"},
     "project": {"settings": ".cursor/hooks.json", "skills": ".cursor/skills"},
     "binaries": ("cursor-agent", "cursor"),
-    "entry": dict(hook_entry(*_EVENTS, grouped=False), new_file={"version": 1}),
+    # The CLI blocks a call whose hook printed nothing: when the guard cannot even start, the
+    # command itself answers allow.
+    "entry": dict(
+        hook_entry(*_EVENTS, grouped=False),
+        new_file={"version": 1},
+        fallback='{"permission":"allow"}',
+    ),
     "after_install": (
         "Cursor: it reloads hooks.json by itself (Hooks tab in Customize shows them). The guard "
         "refuses calls but cannot end a turn, and sees spend only when a turn ends (the stop "
