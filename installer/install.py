@@ -161,7 +161,8 @@ def make_plan(target: Target, source: Path, python: str, uninstall: bool) -> Pla
     if uninstall:
         merge = merge_uninstall(loaded.obj, target.entry)
     else:
-        merge = merge_install(loaded.obj, target.entry, hook_command(python, target.skill_dir))
+        command = hook_command(python, target.skill_dir, target.entry)
+        merge = merge_install(loaded.obj, target.entry, command)
     changed = merge.action in ("added", "updated", "removed")
     new_bytes = dump_settings(merge.obj, loaded.bom) if changed else None
     if new_bytes is not None:
@@ -183,7 +184,7 @@ def _owned_plan(target: Target, source: Path, python: str, uninstall: bool) -> P
         action = "removed" if raw is not None else "absent"
         return Plan(target, loaded, Merge({}, action), None, copy_lines, delete=raw is not None)
     guard = target.skill_dir.as_posix() + "/skill/guard.py"
-    command = hook_command(python, target.skill_dir)
+    command = hook_command(python, target.skill_dir, target.entry)
     wanted = owned_file.render(target.entry, command, python, guard, source)
     action = "unchanged" if raw == wanted else "updated" if raw is not None else "added"
     new_bytes = None if action == "unchanged" else wanted

@@ -10,14 +10,21 @@ import sys
 
 
 def main():
-    answer = ""
+    answer, data = "", b""
     try:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from runaway_guard import hook
 
-        answer = hook.run(sys.stdin.buffer.read(hook.MAX_INPUT + 1), os.environ)
+        data = sys.stdin.buffer.read(hook.MAX_INPUT + 1)
+        answer = hook.run(data, os.environ)
     except BaseException as error:
         answer = ""
+        try:  # Cursor blocks a call its hook leaves unanswered: the host's allow, if it has one
+            from runaway_guard import hook
+
+            answer = hook.neutral(data, os.environ)
+        except BaseException:
+            pass
         try:
             from runaway_guard import config, log
 

@@ -66,3 +66,15 @@ class GuardEnv:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
         return path
+
+
+def fuzz(examples):
+    """Hypothesis settings for the property tests: no deadline, no example database."""
+    from hypothesis import HealthCheck, settings
+
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )

@@ -15,16 +15,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .hook_list import INTERPRETER_FLAGS, fill
+from .hook_list import fill, guard_command
 
 # Not the installer's absolute interpreter: a plugin's command is the same on every machine, so
 # it names `python3` and lets PATH find it (README, "Speed": what that costs behind a shim).
 PLUGIN_PYTHON = "python3"
 
 
-def plugin_command(root: str) -> str:
+def plugin_command(root: str, entry: dict[str, Any] | None = None) -> str:
     """The hook command of a plugin whose folder the host names with `root` (a variable)."""
-    return f'{PLUGIN_PYTHON} {INTERPRETER_FLAGS} "{root}/skill/guard.py" || true'
+    return guard_command(PLUGIN_PYTHON, f'"{root}/skill/guard.py"', entry)
 
 
 def frontmatter(skill_md: str) -> dict[str, str]:
@@ -95,7 +95,8 @@ def build(source: Path, modules) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     for host in plugin_hosts(modules):
         spec = host.INSTALL["plugin"]
-        values = dict(facts, hooks=hook_map(host.INSTALL["entry"], plugin_command(spec["root"])))
+        entry = host.INSTALL["entry"]
+        values = dict(facts, hooks=hook_map(entry, plugin_command(spec["root"], entry)))
         for path, template in spec.get("manifests", {}).items():
             if path in files:
                 raise ValueError(f"{path}: written by two hosts ({host.NAME} and another)")

@@ -7,8 +7,9 @@ from . import jsonio
 SPAWN_TOOLS = frozenset({"Agent"})
 
 # What a payload announces: a tool about to run, a tool that ran, a model request about to be
-# sent, or a new prompt from the person.
-TOOL, RESULT, MODEL, PROMPT = "tool", "result", "model", "prompt"
+# sent, a new prompt from the person, or the end of an agent's turn (the host may report there
+# what the turn used: sync books it, nothing is decided).
+TOOL, RESULT, MODEL, PROMPT, END = "tool", "result", "model", "prompt", "end"
 
 
 def text(value):

@@ -358,6 +358,12 @@ class Ledger:
 
     def outcome(self, agent, tool_use_id, failed, outcome):
         """An outcome a post-tool hook reported (the host's files show it late, or never)."""
+        if tool_use_id:
+            reported = self.state.setdefault("reported", [])
+            if tool_use_id in reported:
+                return  # the same outcome reported through a second install
+            reported.append(tool_use_id)
+            del reported[:-64]
         if tool_use_id in self._pending_owner:
             self.result(tool_use_id, "fail" if failed else "ok", outcome)
             return

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Install the pinned host CLIs (Claude Code, Codex, Copilot CLI) for the end-to-end tests into
-# tests/e2e/.hosts/ (gitignored). Idempotent: does nothing when the pinned versions are
-# already installed. Prints the binary paths (claude, codex, ccusage, then copilot).
+# Install the pinned host CLIs (Claude Code, Codex, Copilot CLI, Qwen Code) for the end-to-end
+# tests into tests/e2e/.hosts/ (gitignored). Idempotent: does nothing when the pinned versions
+# are already installed. Prints the binary paths (claude, codex, ccusage, copilot, then qwen).
 #
 # The versions are pinned here rather than in a package.json so that the install prefix stays
 # a throwaway folder: `npm install --prefix tests/e2e/.hosts <pkg>@<version>` writes its own
@@ -54,3 +54,13 @@ echo "$claude_bin"
 echo "$codex_bin"
 echo "$ccusage_bin"
 echo "$copilot_bin"
+
+# Qwen Code (declares Node 22 or newer; runs on Node 20). Its own block so that each host's pin
+# moves alone.
+QWEN_VERSION="0.24.4"
+qwen_bin="$prefix/node_modules/.bin/qwen"
+if [ "$(installed_version @qwen-code/qwen-code)" != "$QWEN_VERSION" ] || [ ! -x "$qwen_bin" ]; then
+  npm install --prefix "$prefix" --no-audit --no-fund --save-exact --loglevel=error \
+    "@qwen-code/qwen-code@$QWEN_VERSION" >&2
+fi
+echo "$qwen_bin"

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 from claude_records import assistant, result, usage
-from guard_env import GUARD, ROOT, jsonl
-from hypothesis import HealthCheck, given, settings
+from guard_env import GUARD, ROOT, fuzz, jsonl
+from hypothesis import given
 from hypothesis import strategies as st
 from runaway_guard import config, hook, hosts, ledger, log
 
@@ -31,15 +31,6 @@ CODEX_FIXTURES = ROOT / "tests" / "fixtures" / "codex"
 HANG = 5.0  # seconds: a generous bound, far inside the hosts' hook timeouts
 # Exceptions the guard may fail open with; anything else is a bug in how it reads its inputs.
 EXPECTED_ERRORS = (ValueError, OSError, TimeoutError, RecursionError)
-
-
-def fuzz(examples):
-    return settings(
-        max_examples=examples,
-        deadline=None,
-        database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
 
 
 def guarded(data, environ):

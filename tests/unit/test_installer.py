@@ -704,6 +704,18 @@ def test_property_install_uninstall(obj, host, indent):
         shutil.rmtree(tmp_path / "src")
 
 
+def test_cursor_command_allows_the_call_when_the_guard_cannot_start(tmp_path, source, home):
+    """Cursor's CLI blocks a call whose hook printed nothing: a missing interpreter must not."""
+    assert run(["--host", "cursor"], {"HOME": str(home)}, source)[0] == 0
+    installed = parse(home / ".cursor" / "hooks.json")["hooks"]["preToolUse"][0]["command"]
+    broken = installed.replace(install.sh_quote(sys.executable), "/nonexistent/python3")
+    done = subprocess.run(["sh", "-c", broken], input=b"{}", capture_output=True, check=True)
+    assert json.loads(done.stdout) == {"permission": "allow"}
+    # the stand-in guard answers nothing and exits 0: the fallback is not printed then
+    working = subprocess.run(["sh", "-c", installed], input=b"{}", capture_output=True)
+    assert working.returncode == 0 and working.stdout == b""
+
+
 # --------------------------------------------------------------------------- the host's plugin
 
 

@@ -215,3 +215,13 @@ def test_state_files_are_private(tmp_path):
         assert path.stat().st_mode & 0o777 == 0o600, path
     text = "".join(p.read_text() for p in folder.iterdir())
     assert "out 1" not in text  # counts and hashes, no transcript text
+
+
+def test_an_outcome_reported_twice_counts_once(tmp_path):
+    """A post-tool hook installed twice (user and project scope) reports each outcome twice."""
+    with ledger.Ledger(str(tmp_path), "qwen", "s1") as book:
+        for call_id in ("call-1", "call-2"):
+            book.complete_unseen("main", call_id)
+            book.outcome("main", call_id, True, "exit 1")
+            book.outcome("main", call_id, True, "exit 1")
+        assert book.agent("main")["fails"] == 2

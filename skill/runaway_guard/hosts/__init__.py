@@ -33,6 +33,15 @@ def _cursor(payload, environ):
     return "CURSOR_VERSION" in environ
 
 
+def _qwen(payload, environ):
+    """Qwen Code's payloads carry the model's call id as `tool_call_id` (Claude Code never does)
+    and prompt ids `<session>########<n>`; Cursor's subagentStart has a tool_call_id too."""
+    if "conversation_id" in payload or "cursor_version" in payload:
+        return False
+    prompt_id = payload.get("prompt_id")
+    return "tool_call_id" in payload or (isinstance(prompt_id, str) and "########" in prompt_id)
+
+
 def _copilot(payload, environ):
     """Copilot's own payloads, and the Claude-style ones it sends to the hooks in a project's
     Claude settings: no transcript_path before a tool (Claude Code always sends one), an ISO
@@ -49,6 +58,7 @@ def _copilot(payload, environ):
 # Checked in order, the first match wins. The order is a property of the set of hosts (several
 # payloads share fields), so it lives here and not in the host modules.
 SIGNATURES = (
+    ("qwen", _qwen),
     ("cursor", _cursor),
     ("copilot", _copilot),
     ("codex", _has("turn_id")),
