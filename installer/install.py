@@ -132,7 +132,10 @@ def plugin_note(target: Target, where: list[str], verb: str) -> str:
 def found_on_machine(host: ModuleType, env: Mapping[str, str]) -> bool:
     """A host is in use here when its variable is set, its folder exists or its CLI is on PATH."""
     spec = host.INSTALL
-    if env.get(spec["home"][0]) or host_home(spec, env).is_dir():
+    # A variable of the host's own (CODEX_HOME) says it is used; a shared one (XDG_CONFIG_HOME,
+    # with the host's subfolder under it) does not.
+    own_variable = len(spec["home"]) == 2 and env.get(spec["home"][0])
+    if own_variable or host_home(spec, env).is_dir():
         return True
     return any(which(binary, env) for binary in spec.get("binaries", ()))
 
@@ -384,10 +387,15 @@ def _check_owned(target: Target, env: Mapping[str, str], out) -> bool:
         print(f"FAIL: no runaway-guard file at {path}: run the installer again.", file=out)
         return False
     if "template" not in target.entry:
-        guard = target.skill_dir / "skill" / "guard.py"
-        ok = guard.is_file()
-        print(f"{'ok' if ok else 'FAIL'}: {guard} {'exists' if ok else 'is gone'}.", file=out)
-        return ok
+        values = owned_file.filled_values(target.entry, raw, target.skill_dir)
+        if values is None:
+            guard = target.skill_dir / "skill" / "guard.py"
+            ok = guard.is_file()
+            print(f"{'ok' if ok else 'FAIL'}: {guard} {'exists' if ok else 'is gone'}.", file=out)
+            return ok
+        command = f"{sh_quote(values['python'])} -I -S {sh_quote(values['guard'])}"
+        print(f"runs: {command}", file=out)
+        return check_command(command, env, out)
     handlers = []
     _collect_handlers(json.loads(raw), handlers)
     return all(check_command(_guard_value(handler), env, out) for handler in handlers)

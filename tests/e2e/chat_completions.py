@@ -49,6 +49,8 @@ import itertools
 import json
 import time
 
+from responses_sse import scripted_call
+
 __all__ = [
     "SHELL_TOOLS",
     "completion",
@@ -108,14 +110,8 @@ def _fill_required(schema, arguments, command):
 
 def _resolve_call(call, request):
     """Return (name, arguments as a JSON string, call id) for one scripted call."""
-    call = dict(call)
-    call_id = call.get("id") or call.get("call_id") or _next_id("call_")
-    if "shell" in call and "name" not in call:
-        call = {"name": "shell", "arguments": {"command": call["shell"]}}
-    name = call.get("name")
-    arguments = call.get("arguments")
-    if arguments is None:
-        arguments = call.get("input") or {}
+    name, arguments, call_id = scripted_call(call)
+    call_id = call_id or _next_id("call_")
     functions = _functions(request)
     if name in _SHELL_ALIASES and name not in functions:
         name = shell_tool(request)

@@ -154,6 +154,22 @@ class Person:
         return path.read_text(encoding="utf-8") if path.exists() else ""
 
 
+# Calls that repeat without looping, never to be refused: a poll whose output changes each time
+# (6 times: file `c` ends at 6), then three rounds of edit-and-retest whose test (check.py, to be
+# written as CHECK_PY) fails until the third edit (runs.txt gets one "v" a round).
+POLL = "n=$(cat c 2>/dev/null || echo 0); echo $((n+1)) > c; echo $n"
+CHECK_PY = "import sys\nv = 0\nsys.exit(0 if v >= 3 else 1)\n"
+
+
+def benign_commands() -> list:
+    commands = [POLL] * 6
+    for v in range(1, 4):
+        commands.append(f"sed -i 's/^v = .*/v = {v}/' check.py")
+        commands.append("python3 check.py; echo v >> runs.txt")
+        commands.append("python3 check.py")
+    return commands
+
+
 def lines(path) -> list:
     """The lines of a marker file (each command that really ran appends one)."""
     path = Path(path)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Install the pinned host CLIs (Claude Code, Codex, Copilot CLI, Qwen Code) for the end-to-end
-# tests into tests/e2e/.hosts/ (gitignored). Idempotent: does nothing when the pinned versions
-# are already installed. Prints the binary paths (claude, codex, ccusage, copilot, then qwen).
+# Install the pinned host CLIs (Claude Code, Codex, Copilot CLI, Qwen Code, OpenCode) for the
+# end-to-end tests into tests/e2e/.hosts/ (gitignored). Idempotent: does nothing when the pinned
+# versions are already installed. Prints the binary paths (claude, codex, ccusage, copilot, qwen,
+# then opencode).
 #
 # The versions are pinned here rather than in a package.json so that the install prefix stays
 # a throwaway folder: `npm install --prefix tests/e2e/.hosts <pkg>@<version>` writes its own
@@ -64,3 +65,13 @@ if [ "$(installed_version @qwen-code/qwen-code)" != "$QWEN_VERSION" ] || [ ! -x 
     "@qwen-code/qwen-code@$QWEN_VERSION" >&2
 fi
 echo "$qwen_bin"
+
+# OpenCode: npm opencode-ai pulls its Bun-compiled binary in as an optional dependency
+# (opencode-linux-x64 & co.); node_modules/.bin/opencode is a small launcher that finds it.
+OPENCODE_VERSION="1.18.33"
+opencode_bin="$prefix/node_modules/.bin/opencode"
+if [ "$(installed_version opencode-ai)" != "$OPENCODE_VERSION" ] || [ ! -x "$opencode_bin" ]; then
+  npm install --prefix "$prefix" --no-audit --no-fund --save-exact --loglevel=error \
+    "opencode-ai@$OPENCODE_VERSION" >&2
+fi
+echo "$opencode_bin"

@@ -40,7 +40,7 @@ import itertools
 import json
 import time
 
-__all__ = ["SHELL_ALIASES", "parse_sse", "render", "shell_tool", "usage_object"]
+__all__ = ["SHELL_ALIASES", "parse_sse", "render", "scripted_call", "shell_tool", "usage_object"]
 
 SHELL_ALIASES = ("shell", "Bash", "bash", None, "")
 
@@ -99,16 +99,23 @@ def _shell_arguments(tool, arguments):
     return args
 
 
-def _resolve_call(call, request):
-    """Return (name, namespace, arguments dict, call_id) for one scripted call."""
-    call = dict(call)
-    call_id = call.get("call_id") or _next_id("call")
+def scripted_call(call):
+    """(name, arguments, call id or None) of one scripted call, whichever API renders it:
+    ``{"name", "arguments"}`` (or ``"input"``), or the shortcut ``{"shell": "<command line>"}``
+    (name ``shell``, arguments ``{"command": ...}``); the id is ``call_id`` or ``id``."""
+    call_id = call.get("call_id") or call.get("id")
     if "shell" in call and "name" not in call:
-        call = {"name": "shell", "arguments": {"command": call["shell"]}}
-    name = call.get("name")
+        return "shell", {"command": call["shell"]}, call_id
     arguments = call.get("arguments")
     if arguments is None:
         arguments = call.get("input") or {}
+    return call.get("name"), arguments, call_id
+
+
+def _resolve_call(call, request):
+    """Return (name, namespace, arguments dict, call_id) for one scripted call."""
+    name, arguments, call_id = scripted_call(call)
+    call_id = call_id or _next_id("call")
     names = _tool_names(request)
     if name in SHELL_ALIASES and name not in names:
         name = shell_tool(request)

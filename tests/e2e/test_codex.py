@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from codex_host import AgentRouter, CodexHome, agent_name, codex_bin, read_jsonl, run_codex
-from harness import HERE, Person, lines, require_cli, slow
+from harness import CHECK_PY, HERE, Person, benign_commands, lines, require_cli, slow
 from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.e2e
@@ -237,18 +237,10 @@ def test_subagent_spend_reaches_the_cap(tmp_path):
 
 
 def test_benign_repetition_finishes_without_refusal(tmp_path):
-    poll = "n=$(cat c 2>/dev/null || echo 0); echo $((n+1)) > c; echo $n"
-    steps = [sh(poll) for _ in range(6)]
-    for v in range(1, 4):
-        steps.append(sh(f"sed -i 's/^v = .*/v = {v}/' check.py"))
-        steps.append(sh("python3 check.py; echo v >> runs.txt"))
-        steps.append(sh("python3 check.py"))
-    router = Script(steps, stop_after=1)
+    router = Script([sh(command) for command in benign_commands()], stop_after=1)
     with ScriptedModel(serve(router)) as model:
         codex = Codex(tmp_path, model.url, max_failures=3, max_repeats=3)
-        (codex.person.project / "check.py").write_text(
-            "import sys\nv = 0\nsys.exit(0 if v >= 3 else 1)\n"
-        )
+        (codex.person.project / "check.py").write_text(CHECK_PY)
         run = codex.run()
     assert blocked_outputs(run) == []
     assert (codex.person.project / "c").read_text().strip() == "6"

@@ -716,6 +716,56 @@ def test_cursor_command_allows_the_call_when_the_guard_cannot_start(tmp_path, so
     assert working.returncode == 0 and working.stdout == b""
 
 
+# --------------------------------------------------------------------------- OpenCode's plugin
+
+
+def test_opencode_plugin_installed_checked_and_removed(tmp_path, source, home):
+    plugin = ROOT / "skill" / "runaway_guard" / "hosts" / "opencode_plugin.js"
+    (source / "skill" / "runaway_guard" / "hosts").mkdir()
+    shutil.copy(plugin, source / "skill" / "runaway_guard" / "hosts" / "opencode_plugin.js")
+    xdg = tmp_path / "xdg"
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": str(xdg), "PATH": os.environ.get("PATH", "")}
+    # XDG_CONFIG_HOME alone is no sign of OpenCode: its folder (or its CLI) is
+    code, out = run(["--host", "all", "--dry-run"], with_clis(env, tmp_path, "claude"), source)
+    assert "OpenCode" not in out.split("Not found")[0]
+
+    assert run(["--host", "opencode"], env, source)[0] == 0
+    folder = xdg / "opencode"
+    installed = folder / "plugin" / "runaway-guard.js"
+    text = installed.read_text()
+    guard = folder / "skills" / "runaway-guard" / "skill" / "guard.py"
+    assert f"const PYTHON = {json.dumps(sys.executable)};" in text
+    assert f"const GUARD = {json.dumps(guard.as_posix())};" in text
+    assert guard.is_file()
+    assert not (folder / "opencode.json").exists()  # OpenCode's own config is never touched
+    (folder / "plugin" / "mine.js").write_text("export const Mine = async () => ({});\n")
+
+    code, out = run(["--host", "opencode", "--check"], env, source)
+    assert code == 0, out
+    assert (guard.parent / "ran").read_text() == "{}"
+    text = text.replace(json.dumps(sys.executable), json.dumps(str(tmp_path / "gone" / "python3")))
+    installed.write_text(text)
+    code, out = run(["--host", "opencode", "--check"], env, source)
+    assert code == 1 and "is gone" in out
+    assert run(["--host", "opencode"], env, source)[0] == 0  # re-install repairs it
+    assert run(["--host", "opencode", "--check"], env, source)[0] == 0
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    assert run(["--host", "opencode", *scope_args("project", project)], env, source)[0] == 0
+    assert (project / ".opencode" / "plugin" / "runaway-guard.js").is_file()
+    assert (project / ".opencode" / "skills" / "runaway-guard" / "SKILL.md").is_file()
+
+    assert run(["--host", "opencode", "--uninstall"], env, source)[0] == 0
+    # what OpenCode loads from the folder ({plugin,plugins}/*.{ts,js}): the person's own only
+    assert sorted(p.name for p in (folder / "plugin").glob("*.js")) == ["mine.js"]
+    assert not (folder / "skills" / "runaway-guard").exists()
+
+    installed.write_text("export const Someone = async () => ({});\n")  # not ours: refused
+    assert run(["--host", "opencode"], env, source)[0] == 2
+    assert installed.read_text().startswith("export const Someone")
+
+
 # --------------------------------------------------------------------------- the host's plugin
 
 

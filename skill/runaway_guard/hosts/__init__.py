@@ -58,6 +58,7 @@ def _copilot(payload, environ):
 # Checked in order, the first match wins. The order is a property of the set of hosts (several
 # payloads share fields), so it lives here and not in the host modules.
 SIGNATURES = (
+    ("opencode", _has("runaway_guard_plugin")),  # the guard's own plugin names itself
     ("qwen", _qwen),
     ("cursor", _cursor),
     ("copilot", _copilot),

@@ -1,0 +1,261 @@
+"""OpenCode: the guard's plugin (hosts/opencode_plugin.js), its answers, and OpenCode's database.
+
+OpenCode has no command hooks, only JavaScript plugins: the plugin hands the guard every tool
+call (`tool.execute.before`) and every model request (`chat.params`) with
+`runaway_guard_plugin: "opencode"`, the root session's id as `session_id` and the calling
+session's id as `agent_session_id` (a subagent is a child session). It throws what the guard
+refuses: a refused tool does not run and the model gets the reason as its result; a stopped
+model request is never sent and the run ends with the reason.
+
+Sessions (1.2.0 and later) live in one SQLite database, `$XDG_DATA_HOME/opencode/opencode.db`
+(`OPENCODE_DB` overrides it; the plugin sends the path as `database`), read here read-only: the
+`session` rows (`parent_id` makes the tree), one assistant `message` per model step with
+OpenCode's own `cost` and `tokens`, and `part` rows, tool calls among them. Each call reads only
+the rows updated since the last one (`time_updated`, with a margin for writes that commit
+late). The older JSON-file storage (`storage/message/...`, 1.1.x and earlier, migrated by
+OpenCode itself on upgrade) is not read: without a database the guard still judges loops from
+the calls it is shown, but sees neither spend nor failures.
+
+Spend is OpenCode's own `cost` per step, summed over the session tree. A step OpenCode could
+not price (`cost` 0 with tokens) is priced from its tokens with the guard's table; a model the
+table lacks is priced at its family's dearest and listed as unpriced. OpenCode's free models
+(provider `opencode`, cost 0) cost nothing. Not stored by OpenCode and so not counted: the
+title request of each session, and a step cut short by an abort.
+
+Tool calls are matched to their rows by the model's call id (`callID`); a provider that reused
+ids within one session would confuse the two calls.
+"""
+
+import os
+import time
+
+from .. import jsonio, pricing
+from ..calls import MODEL, Call, fingerprint, text, tool_name
+from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
+from ._files import number
+
+NAME = "opencode"
+LABEL = "OpenCode"
+RUNGS = frozenset({TELL, DENY, STOP})
+TOOLS = {
+    "bash": "Bash",
+    "edit": "Edit",
+    "multiedit": "Edit",
+    "patch": "Edit",
+    "apply_patch": "Edit",
+    "write": "Write",
+    "read": "Read",
+    "task": "Agent",
+}
+
+INSTALL = {
+    "home": ("XDG_CONFIG_HOME", ".config", "opencode"),
+    "user": {"settings": "plugin/runaway-guard.js", "skills": "skills"},
+    "project": {"settings": ".opencode/plugin/runaway-guard.js", "skills": ".opencode/skills"},
+    "entry": {"kind": "owned-file", "template_file": "hosts/opencode_plugin.js"},
+    "binaries": ("opencode",),
+    "after_install": (
+        "OpenCode: restart it so it loads the plugin {settings}. `opencode --pure` (or "
+        "OPENCODE_PURE=1) runs without plugins, and so without the guard.",
+    ),
+    "after_uninstall": "Restart OpenCode so it drops the plugin.",
+}
+
+PLUGIN = "opencode"
+# Rows updated this long before the newest one seen are read again: a write stamped earlier may
+# commit later (parallel tool calls); a row read twice changes nothing.
+MARGIN_MS = 5000
+FREE_PROVIDERS = ("opencode",)
+# How the plugin appends a note for the model to a tool's output.
+NOTE = "\n\n" + REFUSAL_PREFIX
+_RESET = ("The user rejected permission", "Tool execution aborted")
+_TREE = (
+    "WITH RECURSIVE tree(id) AS (SELECT ? UNION "
+    "SELECT session.id FROM session JOIN tree ON session.parent_id = tree.id) SELECT id FROM tree"
+)
+
+
+def call(payload):
+    if payload.get("runaway_guard_plugin") != PLUGIN:
+        return None
+    event = payload.get("hook_event_name")
+    root = text(payload.get("session_id"))
+    own = text(payload.get("agent_session_id")) or root
+    agent = own if own != root else None
+    fields = {
+        "transcript_path": payload.get("database"),
+        "cwd": payload.get("cwd"),
+        "agent": agent,
+        # The root session's user message: it changes when the person sends a new prompt.
+        "prompt_id": None if agent else payload.get("prompt_id"),
+    }
+    if event == "tool.execute.before":
+        return Call(
+            NAME,
+            root,
+            tool=tool_name(payload.get("tool_name"), TOOLS),
+            tool_input=payload.get("tool_input"),
+            tool_use_id=payload.get("call_id"),
+            **fields,
+        )
+    if event == "chat.params":
+        return Call(NAME, root, event=MODEL, model=text(payload.get("model_id")), **fields)
+    return None
+
+
+def render(decision):
+    """What the plugin obeys: {"decision": "tell"|"deny"|"stop", "reason", "message"}."""
+    if not decision:
+        return ""
+    model_text = decision.get("model") or ""
+    person_text = decision.get("person") or ""
+    if decision["kind"] == TELL:
+        return jsonio.dumps({"decision": "tell", "reason": model_text}) if model_text else ""
+    answer = {
+        "decision": "stop" if decision["kind"] == STOP else "deny",
+        "reason": model_text or person_text or REFUSAL_PREFIX,
+    }
+    if decision["kind"] == STOP and person_text:
+        answer["message"] = person_text  # what ends the run, shown to the person
+    return jsonio.dumps(answer)
+
+
+def sync(book, call):
+    """Bring the book up to date with the session tree's rows; False without a database."""
+    path = call.transcript_path
+    if not path or not call.session_id or not os.path.isfile(path):
+        return False
+    import sqlite3
+
+    uri = "file:" + path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    db = sqlite3.connect(uri + "?mode=ro", uri=True, timeout=5)
+    try:
+        _read(book, db, path, call.session_id)
+    finally:
+        db.close()
+    return True
+
+
+def _read(book, db, path, root):
+    entry = book.state["files"].setdefault(path, {"agent": "main"})
+    since = max(0, number(entry.get("since")) - MARGIN_MS)
+    newest = since
+    sessions = [row[0] for row in db.execute(_TREE, (root,))]
+    for session in sessions:
+        agent = "main" if session == root else session
+        rows = db.execute(
+            "SELECT id, time_updated, data FROM message WHERE session_id = ? AND time_updated >= ?",
+            (session, since),
+        )
+        for message_id, updated, data in rows:
+            newest = max(newest, number(updated))
+            if isinstance(data, str) and '"assistant"' in data:
+                _step(book, agent, message_id, data)
+        if not book.expecting():
+            continue
+        rows = db.execute(
+            "SELECT time_updated, data FROM part WHERE session_id = ? AND time_updated >= ?",
+            (session, since),
+        )
+        for updated, data in rows:
+            newest = max(newest, number(updated))
+            if isinstance(data, str) and '"tool"' in data and book.waiting_for(data.encode()):
+                _tool(book, data)
+    entry["since"] = newest
+
+
+def _dict(value):
+    return value if isinstance(value, dict) else {}
+
+
+def _row(data):
+    """The JSON object a row's `data` holds ({} when it holds anything else)."""
+    try:
+        return _dict(jsonio.loads(data))
+    except ValueError:
+        return {}
+
+
+def _pico(cost):
+    """OpenCode's cost (USD, a float) in picodollars; 0 when it is not a positive number."""
+    if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not 0 < cost < 1e9:
+        return 0
+    return round(cost * 10**12)
+
+
+def _step(book, agent, message_id, data):
+    """One model step: OpenCode's cost, else its tokens priced with the table."""
+    message = _row(data)
+    if message.get("role") != "assistant":
+        return
+    tokens = _dict(message.get("tokens"))
+    cache = _dict(tokens.get("cache"))
+    fresh, read, written = (
+        number(v) for v in (tokens.get("input"), cache.get("read"), cache.get("write"))
+    )
+    output = number(tokens.get("output")) + number(tokens.get("reasoning"))
+    provider = text(message.get("providerID")) or ""
+    model_id = text(message.get("modelID")) or "unknown"
+    model = f"{provider}/{model_id}" if provider else model_id
+    pusd, known = _pico(message.get("cost")), True
+    if not pusd and (fresh or read or written or output) and provider not in FREE_PROVIDERS:
+        pusd, known = _table_price(provider, model_id, fresh, read, written, output)
+    book.usage(message_id, agent, model, pusd, known, output, _day(message.get("time")))
+
+
+def _day(times):
+    """The local day a step started (OpenCode stamps milliseconds), else today."""
+    created = number(_dict(times).get("created"))
+    try:
+        return time.strftime("%Y-%m-%d", time.localtime(created / 1000 if created else None))
+    except (OverflowError, ValueError, OSError):
+        return time.strftime("%Y-%m-%d")
+
+
+def _table_price(provider, model_id, fresh, read, written, output):
+    """(picodollars, known) of a step OpenCode did not price, by the table's Claude or OpenAI
+    rules (OpenCode's input excludes cache reads and writes, its output excludes reasoning)."""
+    if provider == "anthropic" or "claude" in model_id.lower():
+        usage = {
+            "input_tokens": fresh,
+            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": written,
+            "output_tokens": output,
+        }
+        return pricing.claude_cost(model_id, usage)
+    usage = {
+        "input_tokens": fresh + read + written,
+        "cached_input_tokens": read,
+        "cache_write_input_tokens": written,
+        "output_tokens": output,
+    }
+    return pricing.codex_cost(model_id, usage)
+
+
+def _tool(book, data):
+    """A finished tool call's outcome: a non-zero exit or an error is a failure."""
+    part = _row(data)
+    if part.get("type") != "tool":
+        return
+    call_id = part.get("callID")
+    state = _dict(part.get("state"))
+    status = state.get("status")
+    if not isinstance(call_id, str) or status not in ("completed", "error"):
+        return  # pending or running: its outcome comes later
+    if status == "error":
+        error = state.get("error") if isinstance(state.get("error"), str) else ""
+        if error.startswith(REFUSAL_PREFIX):
+            verdict = "guard"
+        elif error.startswith(_RESET):
+            verdict = "reset"  # the person said no, or interrupted
+        else:
+            verdict = "fail"
+        book.result(call_id, verdict, fingerprint(error))
+        return
+    code = _dict(state.get("metadata")).get("exit")
+    failed = isinstance(code, int) and not isinstance(code, bool) and code != 0
+    output = state.get("output") if isinstance(state.get("output"), str) else ""
+    note = output.rfind(NOTE)
+    if note >= 0:
+        output = output[:note]  # the guard's own note, appended by the plugin, is not the outcome
+    book.result(call_id, "fail" if failed else "ok", fingerprint(output))

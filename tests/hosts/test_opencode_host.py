@@ -1,0 +1,422 @@
+"""OpenCode: the plugin's payloads, the answers, and the reader of OpenCode's SQLite database,
+on the sessions recorded from OpenCode 1.18.33 (tests/fixtures/opencode/)."""
+
+import itertools
+import json
+import sqlite3
+
+import pytest
+from guard_env import ROOT
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from runaway_guard import hosts, ledger
+from runaway_guard.calls import MODEL, TOOL
+from runaway_guard.decisions import DENY, STOP, TELL
+from runaway_guard.hosts import opencode
+
+FIXTURES = ROOT / "tests" / "fixtures" / "opencode"
+SCHEMA = FIXTURES / "schema.sql"  # OpenCode 1.18.33's session, message and part tables
+PICO = 10**12
+NO_LIMITS = {"RUNAWAY_GUARD_MAX_FAILURES": "99", "RUNAWAY_GUARD_MAX_REPEATS": "99"}
+
+
+def fixture(name, tmp_path):
+    """(database path, the plugin's payloads pointing at it, expected.json) of one recording."""
+    folder = FIXTURES / name
+    db = tmp_path / f"{name}.db"
+    with sqlite3.connect(db) as conn:
+        conn.executescript(SCHEMA.read_text() + (folder / "opencode.sql").read_text())
+    payloads = []
+    for line in (folder / "hook_inputs.jsonl").read_text().splitlines():
+        payload = json.loads(line)
+        payload["database"] = str(db)
+        payloads.append(payload)
+    return db, payloads, json.loads((folder / "expected.json").read_text())
+
+
+def state_of(guard_env, session_id):
+    _, base = ledger.session_paths(str(guard_env.state_dir), "opencode", session_id)
+    return json.loads(open(base + ".json").read())
+
+
+def replay(guard_env, payloads, **env):
+    return [guard_env.run(payload, **{**NO_LIMITS, **env}) for payload in payloads]
+
+
+def stored_pico(db, session_ids):
+    marks = ",".join("?" * len(session_ids))
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(f"SELECT data FROM message WHERE session_id IN ({marks})", session_ids)
+        costs = [json.loads(data).get("cost") or 0 for (data,) in rows]
+    return sum(round(cost * PICO) for cost in costs)
+
+
+# ---------------------------------------------------------------------------------------------
+# payloads and answers
+
+
+@pytest.mark.parametrize("name", ["failures", "subagent", "unpriced", "stopped"])
+def test_recorded_payloads_are_opencodes_and_become_calls(name, tmp_path):
+    _, payloads, expected = fixture(name, tmp_path)
+    for payload in payloads:
+        assert hosts.detect(payload, {}) == "opencode"
+        call = opencode.call(payload)
+        assert call.session_id == expected["session_id"]
+        assert call.event == (MODEL if payload["hook_event_name"] == "chat.params" else TOOL)
+        assert call.transcript_path == payload["database"]
+        if payload["agent_session_id"] == payload["session_id"]:
+            assert (call.agent, call.prompt_id) == ("main", payload["prompt_id"])
+        else:  # a subagent's child session: its own agent, and no prompt of the person's
+            assert (call.agent, call.prompt_id) == (payload["agent_session_id"], None)
+
+
+def test_tool_names_and_fields():
+    payload = {
+        "runaway_guard_plugin": "opencode",
+        "hook_event_name": "tool.execute.before",
+        "session_id": "ses_root",
+        "agent_session_id": "ses_child",
+        "call_id": "call_1",
+        "tool_name": "task",
+        "tool_input": {"prompt": "go"},
+        "cwd": "/p",
+    }
+    call = opencode.call(payload)
+    assert (call.tool, call.tool_use_id, call.agent, call.cwd) == (
+        "Agent",
+        "call_1",
+        "ses_child",
+        "/p",
+    )
+    assert (
+        opencode.call(dict(payload, tool_name="bash", tool_input={"command": "ls"})).command == "ls"
+    )
+    assert opencode.call(dict(payload, hook_event_name="tool.execute.after")) is None
+    assert opencode.call(dict(payload, runaway_guard_plugin="other")) is None
+    odd = opencode.call(dict(payload, session_id=7, agent_session_id=["x"], call_id={}))
+    assert (odd.session_id, odd.agent, odd.tool_use_id) == (None, "main", None)
+
+
+def test_answers_the_plugin_obeys():
+    assert opencode.render(None) == ""
+    assert opencode.render({"kind": TELL, "wire": "loop", "model": ""}) == ""
+    tell = {"kind": TELL, "wire": "loop", "model": "runaway-guard: careful"}
+    assert json.loads(opencode.render(tell)) == {"decision": "tell", "reason": tell["model"]}
+    deny = {"kind": DENY, "wire": "failure", "model": "runaway-guard: no", "person": "p"}
+    assert json.loads(opencode.render(deny)) == {"decision": "deny", "reason": "runaway-guard: no"}
+    stop = dict(deny, kind=STOP, person="runaway-guard stopped the agent")
+    assert json.loads(opencode.render(stop)) == {
+        "decision": "stop",
+        "reason": "runaway-guard: no",
+        "message": "runaway-guard stopped the agent",
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# spend
+
+
+@pytest.mark.parametrize("name", ["failures", "subagent", "stopped"])
+def test_spend_is_opencodes_stored_cost_over_the_session_tree(name, tmp_path, guard_env):
+    db, payloads, expected = fixture(name, tmp_path)
+    replay(guard_env, payloads)
+    state = state_of(guard_env, expected["session_id"])
+    spend = state["spend"]
+    tree = list(expected["sessions"])
+    assert spend["total"] == stored_pico(db, tree)
+    assert abs(spend["total"] / PICO - expected["stored_cost_usd"]) < 1e-6
+    for session_id, stored in expected["sessions"].items():
+        agent = "main" if stored["parent_id"] is None else session_id
+        assert spend["agent"].get(agent, 0) == round(stored["cost"] * PICO)
+    assert spend["model"] == {"mock/mock-model": spend["total"]}
+    assert state["unpriced"] == []
+    # the title request is billed but never stored: the guard follows what OpenCode stored
+    title = expected["title_cost_usd"]
+    assert title > 0
+    assert abs(expected["served_cost_usd"] - title - spend["total"] / PICO) < 1e-9
+
+
+def test_a_model_opencode_cannot_price_is_priced_from_its_tokens(tmp_path, guard_env):
+    _, payloads, expected = fixture("unpriced", tmp_path)
+    assert expected["stored_cost_usd"] == 0
+    replay(guard_env, payloads)
+    state = state_of(guard_env, expected["session_id"])
+    assert state["unpriced"] == ["mock/scripted-unpriced"]
+    assert state["spend"]["total"] > 0  # never zero: the dearest OpenAI rates
+    assert state["spend"]["model"] == {"mock/scripted-unpriced": state["spend"]["total"]}
+
+
+def step(message_id, provider, model, cost, fresh, out, read=0, write=0, reasoning=0):
+    tokens = {
+        "input": fresh,
+        "output": out,
+        "reasoning": reasoning,
+        "cache": {"read": read, "write": write},
+    }
+    data = {"role": "assistant", "cost": cost, "tokens": tokens, "modelID": model}
+    data["providerID"] = provider
+    data["time"] = {"created": 1796153274877}
+    return message_id, data
+
+
+def make_db(path, root="ses_root", children=()):
+    with sqlite3.connect(path) as conn:
+        conn.executescript(SCHEMA.read_text())
+        for session, parent in [(root, None), *children]:
+            conn.execute(
+                "INSERT INTO session (id, project_id, parent_id, slug, directory, title, version,"
+                " time_created, time_updated) VALUES (?, 'global', ?, 's', '/p', 't', '1.18.33',"
+                " 1, 1)",
+                (session, parent),
+            )
+    return path
+
+
+def put_message(db, session, message_id, data, updated):
+    put(db, "message", message_id, session, updated, data)
+
+
+def put_part(db, session, part_id, data, updated):
+    put(db, "part", part_id, session, updated, data, message_id="msg")
+
+
+def put(db, table, row_id, session, updated, data, **extra):
+    """Insert or replace one row as OpenCode writes it (``data`` JSON, ``time_updated``)."""
+    row = {"id": row_id, "session_id": session, "time_created": 1, "time_updated": updated}
+    row.update(extra, data=json.dumps(data))
+    columns = ", ".join(row)
+    marks = ", ".join("?" * len(row))
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            f"INSERT OR REPLACE INTO {table} ({columns}) VALUES ({marks})", list(row.values())
+        )
+
+
+def model_call(db, session="ses_root", agent=None):
+    return {
+        "runaway_guard_plugin": "opencode",
+        "hook_event_name": "chat.params",
+        "session_id": "ses_root",
+        "agent_session_id": agent or session,
+        "database": str(db),
+        "cwd": "/p",
+    }
+
+
+def test_zero_cost_steps_are_priced_by_the_table_as_openai_or_claude(tmp_path, guard_env):
+    db = make_db(tmp_path / "o.db")
+    # gpt-5.5: $5 input, $0.50 cached, $30 output (reasoning included); OpenCode's input excludes
+    # the cached part and its output excludes reasoning
+    put_message(
+        db, "ses_root", *step("m1", "openai", "gpt-5.5", 0, 800, 40, read=200, reasoning=10), 10
+    )
+    # claude-sonnet-4-6: $3 input, $0.30 read, $3.75 write (5 min), $15 output
+    put_message(
+        db, "ses_root", *step("m2", "anthropic", "claude-sonnet-4-6", 0, 100, 20, 1000, 400), 11
+    )
+    put_message(db, "ses_root", *step("m3", "opencode", "big-pickle", 0, 5000, 500), 12)  # free
+    put_message(db, "ses_root", *step("m4", "mock", "gpt-5.5", 0.5, 1, 1), 13)  # OpenCode's own
+    guard_env.run(model_call(db))
+    spend = state_of(guard_env, "ses_root")["spend"]
+    gpt = (800 * 5 + 200 * 0.5 + 50 * 30) * 10**6
+    claude = (100 * 3 + 1000 * 0.3 + 400 * 3.75 + 20 * 15) * 10**6
+    assert spend["model"] == {
+        "openai/gpt-5.5": round(gpt),
+        "anthropic/claude-sonnet-4-6": round(claude),
+        "mock/gpt-5.5": PICO // 2,
+    }
+    assert state_of(guard_env, "ses_root")["unpriced"] == []
+
+
+def test_a_reached_cap_stops_the_next_model_request_and_says_why(tmp_path, guard_env):
+    db = make_db(tmp_path / "c.db")
+    put_message(db, "ses_root", *step("m1", "mock", "x", 0.3, 10, 1), 10)
+    assert guard_env.run(model_call(db), RUNAWAY_GUARD_MAX_USD="0.5") == ""
+    put_message(db, "ses_root", *step("m2", "mock", "x", 0.3, 10, 1), 20)
+    answer = json.loads(guard_env.run(model_call(db), RUNAWAY_GUARD_MAX_USD="0.5"))
+    assert answer["decision"] == "stop"
+    assert answer["message"].startswith("runaway-guard stopped the agent: session spend $0.60")
+    assert state_of(guard_env, "ses_root")["blocked"]["wire"] == "session"
+
+
+def test_read_in_pieces_as_opencode_writes_a_step_then_prices_it(tmp_path, guard_env):
+    """A step is stored at its start with cost 0 and no tokens, then rewritten when it ends;
+    a subagent's child session appears later; a write stamped earlier may commit later."""
+    db = make_db(tmp_path / "p.db", children=[("ses_child", "ses_root")])
+    put_message(db, "ses_root", *step("m1", "mock", "x", 0, 0, 0), 1000)
+    guard_env.run(model_call(db))
+    assert state_of(guard_env, "ses_root")["spend"]["total"] == 0
+    put_message(db, "ses_root", *step("m1", "mock", "x", 0.00321, 800, 40), 2000)
+    put_message(db, "ses_child", *step("c1", "mock", "x", 0.001, 10, 1), 9000)
+    guard_env.run(model_call(db, "ses_child"))
+    put_message(db, "ses_root", *step("m2", "mock", "x", 0.002, 10, 1), 8000)  # late commit
+    put_message(db, "ses_root", *step("m3", "mock", "x", 0.004, 10, 1), 100)  # far too late
+    guard_env.run(model_call(db))
+    spend = state_of(guard_env, "ses_root")["spend"]
+    assert spend["agent"] == {"main": round(0.00521 * PICO), "ses_child": round(0.001 * PICO)}
+
+
+# ---------------------------------------------------------------------------------------------
+# failures
+
+
+def test_failures_are_non_zero_exits_and_errors_but_not_the_guards_refusals(tmp_path, guard_env):
+    _, payloads, expected = fixture("failures", tmp_path)
+    tools = [i for i, p in enumerate(payloads) if p["hook_event_name"] == "tool.execute.before"]
+    commands = [payloads[i]["tool_input"] for i in tools]
+    assert commands[3] == {"command": "echo ok"}
+    replay(guard_env, payloads[: tools[3] + 1])  # up to `echo ok`: false, exit 3, read missing
+    record = state_of(guard_env, expected["session_id"])["agents"]["main"]
+    assert record["fails"] == 3
+    replay(guard_env, payloads[tools[3] + 1 :])  # echo ok succeeded; `refuse-me` was refused
+    record = state_of(guard_env, expected["session_id"])["agents"]["main"]
+    assert record["fails"] == 0
+    assert len(record["hist"]) == 4  # the refused call never ran: no outcome of its own
+
+
+def test_a_failure_run_is_refused_then_stopped(tmp_path, guard_env):
+    db = make_db(tmp_path / "f.db")
+    answers = []
+    for n in range(1, 9):
+        call_id = f"call_{n}"
+        payload = dict(
+            model_call(db),
+            hook_event_name="tool.execute.before",
+            call_id=call_id,
+            tool_name="bash",
+            tool_input={"command": f"false {n}"},
+        )
+        answers.append(guard_env.answer(payload, RUNAWAY_GUARD_MAX_FAILURES="5"))
+        state = {"status": "completed", "output": "", "metadata": {"exit": 1}}
+        if answers[-1] and answers[-1]["decision"] != "tell":  # refused: the plugin's error
+            state = {"status": "error", "error": answers[-1]["reason"]}
+        put_part(db, "ses_root", f"prt_{n}", {"type": "tool", "callID": call_id, "state": state}, n)
+    assert answers[:5] == [None] * 4 + [{"decision": "tell", "reason": answers[4]["reason"]}]
+    assert [a["decision"] for a in answers[5:]] == ["deny", "deny", "stop"]
+    assert json.loads(guard_env.run(model_call(db)))["decision"] == "stop"
+
+
+def test_permission_rejections_reset_and_running_parts_wait(tmp_path, guard_env):
+    db = make_db(tmp_path / "r.db")
+    base = dict(model_call(db), hook_event_name="tool.execute.before", tool_name="bash")
+    for n, state in enumerate(
+        [
+            {"status": "completed", "metadata": {"exit": 2}},
+            {"status": "error", "error": "boom"},
+            {
+                "status": "error",
+                "error": "The user rejected permission to use this specific tool call.",
+            },
+            {"status": "error", "error": "File not found: x"},
+            {"status": "running"},
+        ]
+    ):
+        guard_env.run(dict(base, call_id=f"c{n}", tool_input={"command": str(n)}))
+        put_part(db, "ses_root", f"p{n}", {"type": "tool", "callID": f"c{n}", "state": state}, n)
+    guard_env.run(model_call(db))
+    record = state_of(guard_env, "ses_root")["agents"]["main"]
+    assert record["fails"] == 1  # 2 failures, reset by the person, 1 failure; c4 still running
+    assert [c for c, _ in record["pending"]] == ["c4"]
+
+
+def test_the_guards_note_in_a_tool_output_is_not_part_of_its_outcome(tmp_path, guard_env):
+    db = make_db(tmp_path / "n.db")
+    base = dict(model_call(db), hook_event_name="tool.execute.before", tool_name="bash")
+    outputs = ["same\n", "same\n\n\nrunaway-guard: one more and it is refused", "same\n"]
+    answers = []
+    for n, output in enumerate([*outputs, None]):
+        call = dict(base, call_id=f"c{n}", tool_input={"command": "echo same"})
+        answers.append(guard_env.answer(call, RUNAWAY_GUARD_MAX_REPEATS="3"))
+        state = {"status": "completed", "output": output, "metadata": {"exit": 0}}
+        put_part(db, "ses_root", f"p{n}", {"type": "tool", "callID": f"c{n}", "state": state}, n)
+    assert [a and a["decision"] for a in answers] == [None, None, "tell", "deny"]
+
+
+def test_without_a_database_the_loop_wire_still_judges_the_calls(tmp_path, guard_env):
+    payload = dict(
+        model_call(tmp_path / "missing.db"),
+        hook_event_name="tool.execute.before",
+        call_id="c",
+        tool_name="bash",
+        tool_input={"command": "ls"},
+    )
+    answers = [
+        guard_env.answer(dict(payload, call_id=f"c{n}"), RUNAWAY_GUARD_MAX_REPEATS="3")
+        for n in range(4)
+    ]
+    assert [a and a["decision"] for a in answers] == [None, None, "tell", "deny"]
+
+
+# ---------------------------------------------------------------------------------------------
+# outside input never breaks the guard
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+EXAMPLES = itertools.count()
+NUMBER = st.integers() | st.floats() | st.sampled_from([0, -1, 10**30, 1e308, 2**63])
+TOKENS = st.fixed_dictionaries(
+    {},
+    optional={
+        "input": NUMBER,
+        "output": NUMBER,
+        "reasoning": NUMBER,
+        "cache": st.fixed_dictionaries({}, optional={"read": NUMBER, "write": NUMBER}) | JSON,
+    },
+)
+FIELDS = {
+    "cost": NUMBER | JSON,
+    "tokens": TOKENS | JSON,
+    "modelID": st.sampled_from(["gpt-5.5", "claude-sonnet-4-6", "x", ""]) | JSON,
+    "providerID": st.sampled_from(["anthropic", "openai", "opencode"]) | JSON,
+    "time": st.fixed_dictionaries({}, optional={"created": NUMBER}) | JSON,
+}
+STATE = st.fixed_dictionaries(
+    {},
+    optional={
+        "status": st.sampled_from(["completed", "error", "running"]) | JSON,
+        "error": st.text(max_size=30) | JSON,
+        "output": st.text(max_size=30) | JSON,
+        "metadata": st.fixed_dictionaries({}, optional={"exit": NUMBER | JSON}) | JSON,
+    },
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    message=st.fixed_dictionaries({}, optional=FIELDS),
+    part=st.fixed_dictionaries({}, optional={"state": STATE | JSON}),
+    payload=st.dictionaries(
+        st.sampled_from(
+            [
+                "session_id",
+                "agent_session_id",
+                "call_id",
+                "tool_name",
+                "tool_input",
+                "prompt_id",
+                "cwd",
+                "hook_event_name",
+            ]
+        ),
+        JSON,
+    ),
+)
+def test_any_row_or_payload_is_read_without_error(tmp_path, guard_env, message, part, payload):
+    db = tmp_path / "h.db"
+    if not db.exists():
+        make_db(db)
+    n = next(EXAMPLES)
+    call = dict(model_call(db), hook_event_name="tool.execute.before", tool_name="bash")
+    guard_env.run(dict(call, call_id=f"call_{n}", tool_input={"command": str(n)}))
+    put_message(db, "ses_root", f"m{n}", dict(message, role="assistant"), 5)
+    put_part(db, "ses_root", f"p{n}", dict(part, type="tool", callID=f"call_{n}"), 5)
+    guard_env.run(model_call(db))
+    line = guard_env.run({**payload, "runaway_guard_plugin": "opencode", "database": str(db)})
+    assert line == "" or isinstance(json.loads(line), dict)
