@@ -120,10 +120,10 @@ def plugged(target: Target, env: Mapping[str, str]) -> list[str]:
 
 def plugin_note(target: Target, where: list[str], verb: str) -> str:
     spec = target.host.INSTALL["plugin"]
-    label = target.host.LABEL
+    label = f"{target.host.LABEL}'s {spec.get('called', 'plugin')}"
     undo = " then ".join(f"`{c}`" for c in plugin_route.commands(spec, "uninstall", ""))
     return (
-        f"runaway-guard is installed as {label}'s plugin ({'; '.join(where)}): {verb} The "
+        f"runaway-guard is installed as {label} ({'; '.join(where)}): {verb} The "
         f"installer's hook is the faster route (README, Speed); to switch, run {undo}, then "
         "this installer again."
     )
@@ -331,14 +331,15 @@ def check_target(target: Target, env: Mapping[str, str], out) -> bool:
     entry = target.entry
     where = plugged(target, env)
     if where:
+        called = target.host.INSTALL["plugin"].get("called", "plugin")
         for place in where:
-            print(f"runaway-guard runs as {target.host.LABEL}'s plugin: {place}", file=out)
+            print(f"runaway-guard runs as {target.host.LABEL}'s {called}: {place}", file=out)
         if not _hook_present(target):
-            print("ok: the plugin runs the guard (the installer hook is not there).", file=out)
+            print(f"ok: the {called} runs the guard (the installer hook is not there).", file=out)
             return True
         print(
-            "warning: the installer's hook and the plugin both run the guard on every call (each "
-            "call is counted once, at twice the cost): uninstall one of them.",
+            f"warning: the installer's hook and the {called} both run the guard on every call "
+            "(each call is counted once, at twice the cost): uninstall one of them.",
             file=out,
         )
     if entry["kind"] == "owned-file":

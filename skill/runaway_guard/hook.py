@@ -8,7 +8,7 @@ differs between hosts is in hosts/<name>.py.
 import time
 
 from . import config, controls, hosts, jsonio, ledger, log, wires
-from .calls import END, MODEL, RESULT, TOOL, fingerprint
+from .calls import END, MODEL, PROMPT, RESULT, TOOL, fingerprint
 from .decisions import ASK, DENY, STOP, TELL, TWICE, fit
 
 MAX_INPUT = 16 << 20
@@ -75,7 +75,7 @@ def _decide(book, call, settings, host):
     if call.event == RESULT:
         book.outcome(call.agent, call.tool_use_id, call.failed, call.outcome)
         return None
-    if call.event == MODEL:
+    if call.event in (MODEL, PROMPT):
         decision = fit(_before_model(state, settings, daily), host.RUNGS)
         if decision and decision["kind"] == STOP and not state["blocked"]:
             # a cap first seen here (the response's record came late): status.py says why

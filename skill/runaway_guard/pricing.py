@@ -18,6 +18,7 @@ _PICO_PER_MTOK_USD = 10**6  # $1 per million tokens = 1e6 picodollars per token
 
 _CLAUDE_FIELDS = ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read")
 _OPENAI_FIELDS = ("input", "cached_input", "output", "cache_write")
+_GEMINI_FIELDS = ("input", "cached_input", "output")
 _ITERATION_KEYS = (
     "input_tokens",
     "output_tokens",
@@ -120,18 +121,23 @@ def _claude_model(entry):
     return {"base": base, "long": long, "fast": fast}
 
 
+def _long_ceiling(models, base):
+    """The long-prompt tier of a ceiling: from the lowest threshold of ``models``, every rate the
+    highest any of them charges there (None when no model has a long tier above ``base``)."""
+    tiers = [m["long"] for m in models if m["long"]]
+    if not tiers:
+        return None
+    above = min(threshold for threshold, _ in tiers)
+    rates = _ceiling(
+        *(_ceiling(m["base"], m["long"][1]) if m["long"] else m["base"] for m in models)
+    )
+    return (above, rates) if rates != base else None
+
+
 def _claude_ceiling(models):
     """Never cheaper than any of ``models`` for any usage (the unknown-model rule)."""
     base = _ceiling(*(m["base"] for m in models))
-    tiers = [m["long"] for m in models if m["long"]]
-    long = None
-    if tiers:
-        above = min(threshold for threshold, _ in tiers)
-        rates = _ceiling(
-            *(_ceiling(m["base"], m["long"][1]) if m["long"] else m["base"] for m in models)
-        )
-        if rates != base:
-            long = (above, rates)
+    long = _long_ceiling(models, base)
     # In fast mode a model without a fast table keeps its standard price, long tier included.
     fast_parts = []
     for m in models:
@@ -142,6 +148,17 @@ def _claude_ceiling(models):
         else:
             fast_parts.append(m["base"])
     return {"base": base, "long": long, "fast": _ceiling(*fast_parts)}
+
+
+def _gemini_model(entry):
+    tier = entry.get("long_context")
+    long = (int(tier["above_prompt_tokens"]), _rates(tier, _GEMINI_FIELDS)) if tier else None
+    return {"base": _rates(entry, _GEMINI_FIELDS), "long": long}
+
+
+def _gemini_ceiling(models):
+    base = _ceiling(*(m["base"] for m in models))
+    return {"base": base, "long": _long_ceiling(models, base)}
 
 
 def _openai_table(entry):
@@ -258,6 +275,7 @@ def _load():
                 lambda entry: _openai_model(entry, default_priority),
                 _openai_ceiling,
             ),
+            "gemini": _host_table(data["gemini"], _gemini_model, _gemini_ceiling),
             "web_search": _pico(claude_rules["web_search_usd_per_request"]) * 10**6,
             "geo_tenths": round(claude_rules["inference_geo_us_multiplier"] * 10),
             "priority_tiers": set(openai_rules.get("priority_service_tiers", ["priority"])),
@@ -477,3 +495,25 @@ def codex_cost(model: str, usage: dict, service_tier=None) -> tuple:
     p_in, p_cached, p_out, p_write = table
     picodollars = (inp - cached - written) * p_in + cached * p_cached + written * p_write
     return picodollars + out * p_out, known
+
+
+# ---------------------------------------------------------------------------------------------
+# Gemini CLI
+
+
+def gemini_cost(model: str, tokens: dict) -> tuple:
+    """(picodollars, known) for one response as Gemini CLI records it (``tokens`` of a session
+    record: input includes cached, thoughts bill as output, tool-use prompt tokens as input).
+
+    The long-context rates apply to the whole request when its prompt (``input``) is above the
+    model's threshold.
+    """
+    rates, known = _resolve(_load()["gemini"], model, prefix_match=False)
+    tokens = _dict(tokens)
+    inp = _count(tokens.get("input"))
+    cached = min(_count(tokens.get("cached")), inp)
+    tool = _count(tokens.get("tool"))
+    out = _count(tokens.get("output")) + _count(tokens.get("thoughts"))
+    long = rates["long"]
+    p_in, p_cached, p_out = long[1] if long is not None and inp > long[0] else rates["base"]
+    return (inp - cached + tool) * p_in + cached * p_cached + out * p_out, known

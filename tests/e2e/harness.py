@@ -30,7 +30,17 @@ INSTALL_HINT = "run `bash tests/e2e/hosts_install.sh` to install the pinned host
 # call; every scripted response here waits this long first, like a (very fast) real model.
 LATENCY = 0.3
 
-_DROP = ("CLAUDE_", "CLAUDECODE", "CODEX_", "RUNAWAY_GUARD_", "ANTHROPIC_", "OPENAI_", "XDG_")
+_DROP = (
+    "CLAUDE_",
+    "CLAUDECODE",
+    "CODEX_",
+    "RUNAWAY_GUARD_",
+    "ANTHROPIC_",
+    "OPENAI_",
+    "XDG_",
+    "GEMINI_",  # GEMINI_CLI_HOME would move the installer's ~/.gemini
+    "GOOGLE_",
+)
 
 
 def require_cli(path, name: str) -> str:

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Install the pinned host CLIs (Claude Code, Codex, Copilot CLI, Qwen Code, OpenCode) for the
-# end-to-end tests into tests/e2e/.hosts/ (gitignored). Idempotent: does nothing when the pinned
-# versions are already installed. Prints the binary paths (claude, codex, ccusage, copilot, qwen,
-# then opencode).
+# Install the pinned host CLIs (Claude Code, Codex, Copilot CLI, Qwen Code, OpenCode, Gemini CLI)
+# for the end-to-end tests into tests/e2e/.hosts/ (gitignored). Idempotent: does nothing when the
+# pinned versions are already installed. Prints the binary paths (claude, codex, ccusage, copilot,
+# qwen, opencode, then gemini).
 #
 # The versions are pinned here rather than in a package.json so that the install prefix stays
 # a throwaway folder: `npm install --prefix tests/e2e/.hosts <pkg>@<version>` writes its own
@@ -75,3 +75,12 @@ if [ "$(installed_version opencode-ai)" != "$OPENCODE_VERSION" ] || [ ! -x "$ope
     "opencode-ai@$OPENCODE_VERSION" >&2
 fi
 echo "$opencode_bin"
+
+# Gemini CLI (engines: node >= 20). Its install scripts (node-pty, keytar) are not needed headless.
+GEMINI_VERSION="0.61.0"
+gemini_bin="$prefix/node_modules/.bin/gemini"
+if [ "$(installed_version @google/gemini-cli)" != "$GEMINI_VERSION" ] || [ ! -x "$gemini_bin" ]; then
+  npm install --prefix "$prefix" --no-audit --no-fund --save-exact --loglevel=error \
+    "@google/gemini-cli@$GEMINI_VERSION" >&2
+fi
+echo "$gemini_bin"

@@ -2,9 +2,10 @@
 
 Serves the Anthropic Messages API (``POST /v1/messages``, streaming SSE or plain JSON), the
 OpenAI Responses API (``POST /v1/responses``, rendered by ``responses_sse.render``) and the
-OpenAI Chat Completions API (``POST /v1/chat/completions``, rendered by ``chat_completions``) on
-127.0.0.1, so the real host CLIs (Claude Code, Codex, OpenCode ...) can run offline against a
-script::
+OpenAI Chat Completions API (``POST /v1/chat/completions``, rendered by ``chat_completions``) and
+the Gemini API (``POST /v1beta/models/<m>:streamGenerateContent`` / ``:generateContent`` /
+``:countTokens``, rendered by ``gemini_api``) on 127.0.0.1, so the real host CLIs (Claude Code,
+Codex, OpenCode, Gemini CLI ...) can run offline against a script::
 
     with ScriptedModel({"anthropic": [...], "openai": [...], "chat": [...]}) as model:
         run_cli(base_url=model.url)
@@ -13,9 +14,11 @@ script::
 Each API request pops the next step of its list. A step is a dict, or a callable
 ``(body) -> step`` (to react to the request's content; ``body`` is the decoded JSON request
 body, for every API). When the list is empty, a plain final text with a small usage is answered
-(``"anthropic_default"`` / ``"openai_default"`` / ``"chat_default"`` replace it).
+(``"<api>_default"`` replaces it). The lists: ``"anthropic"``, ``"openai"``, ``"chat"``,
+``"gemini"`` (streamed agent turns) and ``"gemini_utility"`` (``generateContent``: Gemini CLI's
+router and other utility calls; by default answered with the router's JSON choosing flash).
 
-A scenario may also carry ``"anthropic_route"`` / ``"openai_route"`` / ``"chat_route"``: a callable
+A scenario may also carry ``"<api>_route"`` (``"anthropic_route"``, ``"gemini_route"``): a callable
 ``(body) -> step | None`` consulted *before* the list; when it returns a step, that step is
 answered and the list is left alone. Use it for side requests (Claude Code sends title
 generation, compaction summaries, subagent requests ... through the same endpoint); the
@@ -40,7 +43,8 @@ Anthropic step keys (all optional)::
 
 OpenAI steps are passed to ``responses_sse.render(step, request)`` unchanged (see that module).
 Chat steps are rendered by ``chat_completions`` (streamed or whole, as the request asks); the
-server itself honours their ``delay`` and ``error`` keys (see that module).
+server itself honours their ``delay`` and ``error`` keys (see that module). Gemini steps are
+rendered by ``gemini_api.render_stream`` / ``render_json`` (see that module).
 """
 
 from __future__ import annotations
@@ -63,6 +67,9 @@ DEFAULT_USAGE = {
 }
 
 FINAL_TEXT = "Done."
+APIS = ("anthropic", "openai", "chat", "gemini", "gemini_utility")
+# Gemini CLI's `auto` router asks for {"reasoning", "model_choice"} as JSON text.
+ROUTER_CHOICE = '{"reasoning": "scripted", "model_choice": "flash"}'
 
 _ids = itertools.count(1)
 
@@ -393,6 +400,8 @@ class _Handler(BaseHTTPRequestHandler):
             step = owner.next_step("chat", request)
             request["step"] = step
             self._chat(step, request)
+        elif ":" in path.rsplit("/", 1)[-1]:
+            self._gemini(request)
         else:
             self._not_found(request)
 
@@ -438,6 +447,44 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._json(200, chat_completions.completion(step, body), headers)
 
+    def _gemini(self, request: dict):
+        api = _gemini_api()
+        method = api.is_gemini_path(request["path"])
+        if method is None:
+            self._not_found(request)
+            return
+        body = request_body(request)
+        if method == "count":
+            self._json(200, {"totalTokens": max(1, len(json.dumps(body)) // 4)})
+            return
+        name = "gemini" if method == "stream" else "gemini_utility"
+        step = self.server.owner.next_step(name, request)
+        request["step"] = step
+        if step.get("error"):
+            self._json(*api.error_body(step["error"]))
+            return
+        model = api.model_of(request["path"])
+        if method == "stream":
+            self._stream((0, c) for c in api.render_stream(step, body, model))
+        else:
+            self._json(200, api.render_json(step, body, model))
+
+
+def _gemini_api():
+    _sibling_path()
+    import gemini_api
+
+    return gemini_api
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # A CLI that drops a stream it no longer wants (Gemini CLI's loop detector) is normal.
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
 
 def _sibling_path():
     here = str(Path(__file__).resolve().parent)
@@ -450,21 +497,11 @@ class ScriptedModel:
 
     def __init__(self, scenario=None, *, verbose: bool = False, models=None):
         scenario = dict(scenario or {})
-        self.steps = {
-            "anthropic": list(scenario.get("anthropic") or []),
-            "openai": list(scenario.get("openai") or []),
-            "chat": list(scenario.get("chat") or []),
-        }
-        self.routes = {
-            "anthropic": scenario.get("anthropic_route"),
-            "openai": scenario.get("openai_route"),
-            "chat": scenario.get("chat_route"),
-        }
-        self.fallback = {
-            "anthropic": scenario.get("anthropic_default") or {"text": FINAL_TEXT},
-            "openai": scenario.get("openai_default") or {"text": FINAL_TEXT},
-            "chat": scenario.get("chat_default") or {"text": FINAL_TEXT},
-        }
+        self.steps = {api: list(scenario.get(api) or []) for api in APIS}
+        self.routes = {api: scenario.get(f"{api}_route") for api in APIS}
+        defaults = {api: {"text": FINAL_TEXT} for api in APIS}
+        defaults["gemini_utility"] = {"text": ROUTER_CHOICE}
+        self.fallback = {api: scenario.get(f"{api}_default") or defaults[api] for api in APIS}
         self.models = list(models or [])
         self.requests: list = []
         self.unknown: list = []
@@ -497,6 +534,9 @@ class ScriptedModel:
         return len(self.steps[api])
 
     def api_requests(self, api: str = "anthropic") -> list:
+        if api.startswith("gemini"):
+            want = ":streamGenerateContent" if api == "gemini" else ":generateContent"
+            return [r for r in self.requests if r["method"] == "POST" and want in r["path"]]
         suffix = {"anthropic": "/messages", "chat": "/chat/completions"}.get(api, "/responses")
         return [r for r in self.requests if r["method"] == "POST" and r["path"].endswith(suffix)]
 
@@ -526,8 +566,7 @@ class ScriptedModel:
         return f"http://{host}:{port}"
 
     def start(self) -> ScriptedModel:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.owner = self
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()

@@ -18,10 +18,13 @@ from pathlib import Path
 import pytest
 from claude_host import claude_bin, claude_env
 from copilot_host import copilot_bin, copilot_env
-from harness import ROOT, slow_all
+from gemini_host import gemini_bin
+from harness import ROOT, lines, slow_all
 from scripted_model import ScriptedModel, bash, text, usage
 from test_claude_code import Claude
 from test_copilot_cli import Copilot, final, sh
+from test_gemini_cli import NO_LOOP_DETECTION, Gemini, say
+from test_gemini_cli import sh as gemini_sh
 
 pytestmark = pytest.mark.e2e
 
@@ -53,6 +56,29 @@ def checkout(dest: Path) -> Path:
     return dest
 
 
+def host_cli(binary: str, env: dict, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    """One of the host's own commands (plugin, marketplace, extensions ...), which must succeed."""
+    proc = subprocess.run(
+        [binary, *args],
+        env=env,
+        cwd=str(cwd),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    name = Path(binary).name
+    assert proc.returncode == 0, f"{name} {' '.join(args)}: {proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def take_marker(person) -> list:
+    """The commands that really ran (each appends to ran.txt); the marker starts afresh."""
+    ran = lines(person.project / "ran.txt")
+    (person.project / "ran.txt").unlink(missing_ok=True)
+    return ran
+
+
 def loop_steps(n: int = 8) -> list:
     return [bash(LOOP, "Check again", usage=usage(50, 10)) for _ in range(n)] + [text("Ok.")]
 
@@ -68,17 +94,8 @@ class ClaudePlugin(Claude):
         self.source = checkout(tmp_path / NAME)
 
     def cli(self, *args: str) -> subprocess.CompletedProcess:
-        proc = subprocess.run(
-            [claude_bin(), *args],
-            env=claude_env(self.person.home, "http://127.0.0.1:9", self.person.host_env()),
-            cwd=str(self.person.project),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            stdin=subprocess.DEVNULL,
-        )
-        assert proc.returncode == 0, f"claude {' '.join(args)}: {proc.stdout}\n{proc.stderr}"
-        return proc
+        env = claude_env(self.person.home, "http://127.0.0.1:9", self.person.host_env())
+        return host_cli(claude_bin(), env, self.person.project, *args)
 
     def install_plugin(self) -> None:
         self.cli("plugin", "marketplace", "add", str(self.source))
@@ -96,9 +113,7 @@ class ClaudePlugin(Claude):
         """A run of the scripted steps; the commands that really ran (the marker is reset)."""
         with ScriptedModel({"anthropic": steps}) as model:
             run = self.run(model)
-        ran = self.marker()
-        (self.person.project / "ran.txt").unlink(missing_ok=True)
-        return run, ran
+        return run, take_marker(self.person)
 
 
 def denied_commands(run) -> list:
@@ -181,17 +196,8 @@ class CopilotPlugin(Copilot):
         return self.cli("plugin", "install", f"{NAME}@{NAME}").stdout
 
     def cli(self, *args: str) -> subprocess.CompletedProcess:
-        proc = subprocess.run(
-            [copilot_bin(), *args],
-            env=copilot_env(self.person.home, "http://127.0.0.1:9", env=self.person.host_env()),
-            cwd=str(self.person.project),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            stdin=subprocess.DEVNULL,
-        )
-        assert proc.returncode == 0, f"copilot {' '.join(args)}: {proc.stdout}\n{proc.stderr}"
-        return proc
+        env = copilot_env(self.person.home, "http://127.0.0.1:9", env=self.person.host_env())
+        return host_cli(copilot_bin(), env, self.person.project, *args)
 
     @property
     def user_settings(self) -> dict:
@@ -201,9 +207,7 @@ class CopilotPlugin(Copilot):
         """A run whose model repeats one command n times (answering at once); what ran."""
         with ScriptedModel({"chat": [sh(LOOP) for _ in range(n)] + [final()]}) as model:
             run = self.run(model)
-        ran = self.marker()
-        (self.person.project / "ran.txt").unlink(missing_ok=True)
-        return run, ran
+        return run, take_marker(self.person)
 
 
 def test_copilot_cli_plugin_guards_then_uninstall_leaves_no_hook(tmp_path):
@@ -246,4 +250,82 @@ def test_copilot_cli_plugin_and_installer_hook_count_each_call_once(tmp_path):
     assert ran == ["x"] * 5, run.stdout[-3000:]
     assert run.aborted
     status = copilot.status(run.session_id)
+    assert status["blocked"]["wire"] == "loop" and status["runs_twice"] is True
+
+
+# --------------------------------------------------------------------------- Gemini CLI
+
+
+class GeminiExtension(Gemini):
+    """A person's HOME, the checkout, Gemini CLI's extension commands. Gemini CLI's own loop
+    detector is off: it stops an identical loop itself, before the guard's limit."""
+
+    def __init__(self, tmp_path: Path, model_url: str, scopes=()):
+        super().__init__(tmp_path, model_url, scopes=scopes, settings=NO_LOOP_DETECTION)
+        self.source = checkout(tmp_path / NAME)
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess:
+        # the person answers the "trust this folder?" question
+        env = self.person.env(GEMINI_CLI_TRUST_WORKSPACE="true", NO_COLOR="1")
+        return host_cli(gemini_bin(), env, self.person.project, *args)
+
+    def install_extension(self) -> str:
+        said = self.cli("extensions", "install", str(self.source), "--consent")
+        return said.stdout + said.stderr
+
+    @property
+    def extension(self) -> Path:
+        return self.home.gemini_dir / "extensions" / NAME
+
+    def loop(self, model: ScriptedModel):
+        """A run of the model's script; the commands that really ran (the marker is reset)."""
+        self.home.model_url = model.url
+        return self.run(), take_marker(self.person)
+
+
+def gemini_loop(n: int) -> dict:
+    return {"gemini": [gemini_sh(LOOP) for _ in range(n)] + [say("Done.")]}
+
+
+def test_gemini_cli_validates_the_extension(tmp_path):
+    gemini = GeminiExtension(tmp_path, "http://127.0.0.1:9")
+    said = gemini.cli("extensions", "validate", str(gemini.source))
+    assert "successfully validated" in said.stdout + said.stderr
+
+
+def test_gemini_cli_extension_guards_then_uninstall_leaves_no_hook(tmp_path):
+    with ScriptedModel(gemini_loop(8)) as model:
+        gemini = GeminiExtension(tmp_path, model.url)
+        said = gemini.install_extension()
+        assert "installed successfully" in said, said
+        run, ran = gemini.loop(model)
+    assert ran == ["x"] * 5, run.stdout[-3000:]
+    assert "Invalid hook event name" not in run.stderr  # the file holds Gemini's events only
+    state = gemini.person.state_dir / "sessions" / "gemini" / f"{run.session_id}.json"
+    assert json.loads(state.read_text())["blocked"]["wire"] == "loop"
+    guard = gemini.extension / "skill" / "guard.py"
+    assert guard.is_file()  # Gemini CLI ran its own copy: ${extensionPath} is that folder
+
+    said = gemini.person.install("gemini")
+    assert "installed as Gemini CLI's extension" in said and "no second hook" in said, said
+    assert "hooks" not in json.loads(gemini.home.settings_path.read_text())
+
+    gemini.cli("extensions", "uninstall", NAME)
+    assert not gemini.extension.exists()
+    with ScriptedModel(gemini_loop(8)) as model:
+        run, ran = gemini.loop(model)
+    assert ran == ["x"] * 8, run.stdout[-3000:]
+    assert not (gemini.person.state_dir / "sessions" / "gemini" / f"{run.session_id}.json").exists()
+
+
+def test_gemini_cli_extension_and_installer_hook_count_each_call_once(tmp_path):
+    """Both get the same payload, timestamp included: the second answers as the first did."""
+    with ScriptedModel(gemini_loop(8)) as model:
+        gemini = GeminiExtension(tmp_path, model.url, scopes=("user",))
+        gemini.install_extension()
+        check = gemini.person.check("gemini")
+        assert "both run the guard" in check.stdout, check.stdout
+        run, ran = gemini.loop(model)
+    assert ran == ["x"] * 5, run.stdout[-3000:]
+    status = gemini.status(run.session_id)
     assert status["blocked"]["wire"] == "loop" and status["runs_twice"] is True

@@ -810,3 +810,14 @@ def test_a_project_plugin_counts_for_project_scope_only(tmp_path, source, home):
     code, out = run(["--host", "claude", *scope_args("project", project)], env, source)
     assert code == 0 and "no second hook was added" in out
     assert not (project / ".claude" / "settings.local.json").exists()
+
+
+def test_an_installed_gemini_extension_means_no_second_hook(tmp_path, source, home):
+    env = {"HOME": str(home)}
+    (home / ".gemini" / "extensions" / "runaway-guard").mkdir(parents=True)
+    code, out = run(["--host", "gemini"], env, source)
+    assert code == 0 and "installed as Gemini CLI's extension" in out, out
+    assert "`gemini extensions uninstall runaway-guard`" in out
+    assert not (home / ".gemini" / "settings.json").exists()
+    code, out = run(["--host", "gemini", "--check"], env, source)
+    assert code == 0 and "ok: the extension runs the guard" in out

@@ -33,6 +33,26 @@ def _cursor(payload, environ):
     return "CURSOR_VERSION" in environ
 
 
+# Event names only Gemini CLI uses (SessionStart, SessionEnd and Notification are Claude's too).
+_GEMINI_EVENTS = frozenset(
+    (
+        "BeforeTool",
+        "AfterTool",
+        "BeforeModel",
+        "AfterModel",
+        "BeforeAgent",
+        "AfterAgent",
+        "BeforeToolSelection",
+        "PreCompress",
+    )
+)
+
+
+def _gemini(payload, environ):
+    event = payload.get("hook_event_name")
+    return isinstance(event, str) and event in _GEMINI_EVENTS
+
+
 def _qwen(payload, environ):
     """Qwen Code's payloads carry the model's call id as `tool_call_id` (Claude Code never does)
     and prompt ids `<session>########<n>`; Cursor's subagentStart has a tool_call_id too."""
@@ -63,6 +83,7 @@ SIGNATURES = (
     ("cursor", _cursor),
     ("copilot", _copilot),
     ("codex", _has("turn_id")),
+    ("gemini", _gemini),
     ("claude", lambda payload, environ: True),
 )
 NAMES = tuple(name for name, _ in SIGNATURES)

@@ -1,0 +1,359 @@
+"""Gemini CLI: BeforeTool, BeforeModel and BeforeAgent payloads, its answers, and the session
+files in `~/.gemini/tmp/<project>/chats/`.
+
+Seen on 0.61.0 (tests/fixtures/gemini/README.md):
+
+- A session is `session-<time>-<id8>.jsonl`, appended to: a message is re-appended whole when it
+  changes (its tool calls are added after they ran), `{"$set": {...}}` changes metadata and may
+  replace the whole message list, `{"$rewindTo": id}` drops messages. Money spent stays spent:
+  every response is priced once by message id, whatever a later line says of it. A subagent
+  writes `chats/<session id>/<its own id>.jsonl`. Versions before about 0.35 wrote one whole
+  `session-*.json` object instead, rewritten on every change.
+- The hooks carry no tool-call id, and a subagent's calls reach them with the parent's session
+  id: every outcome is read from the session files (the tool calls a message records, with
+  their status and result) and booked to the agent the hooks see, "main". That also counts the
+  calls that fail validation (unknown tool, missing parameter), which never reach a hook.
+- A shell command that exits non-zero is a success for the CLI: the code is only in the result
+  text (`Exit Code: N`).
+- Answers: `decision: deny` refuses the call and the turn goes on; `continue: false` ends the
+  run (in a subagent it ends only that call or that subagent: the parent's next model request
+  is stopped then); BeforeModel `continue: false` ends the run before the request is sent.
+  BeforeTool has no channel to the model but a refusal: a warning reaches the person only
+  (`systemMessage`). `ask` hangs a headless run: never used.
+"""
+
+import os
+
+from .. import jsonio, ledger, pricing
+from ..calls import MODEL, PROMPT, RESULT, Call, fingerprint, tool_name
+from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
+from ._files import local_day, number, read_all
+
+NAME = "gemini"
+LABEL = "Gemini CLI"
+RUNGS = frozenset({TELL, DENY, STOP})
+TOOLS = {
+    "run_shell_command": "Bash",
+    "replace": "Edit",
+    "write_file": "Write",
+    "read_file": "Read",
+    "invoke_agent": "Agent",
+}
+EVENTS = ("BeforeTool", "BeforeModel", "BeforeAgent")
+
+INSTALL = {
+    # GEMINI_CLI_HOME replaces the home folder: settings in $GEMINI_CLI_HOME/.gemini/.
+    "home": ("GEMINI_CLI_HOME", "", ".gemini"),
+    "user": {"settings": "settings.json", "skills": "skills"},
+    "project": {"settings": ".gemini/settings.json", "skills": ".gemini/skills"},
+    "binaries": ("gemini",),
+    "entry": {
+        "kind": "json-list",
+        "events": EVENTS,
+        "grouped": True,
+        # A group without a matcher runs for every tool; the timeout is in milliseconds.
+        "handler": {
+            "name": "runaway-guard",
+            "type": "command",
+            "command": "{command}",
+            "timeout": 30000,
+        },
+    },
+    "after_install": (
+        "Gemini CLI: restart it so it loads the hooks (/hooks lists them). Hooks run only in "
+        "trusted folders: trust the folder when asked, or a headless `gemini -p` outside one "
+        "exits at once.",
+    ),
+    "after_install_project": (
+        "Project hooks run only once the folder is trusted; the first run in {project} prints "
+        "a warning that names the runaway-guard hook.",
+    ),
+    "after_uninstall": "Restart Gemini CLI so it drops the hooks.",
+    # The repository is a Gemini CLI extension too (installer/manifests.py writes these files):
+    # its hooks are hooks/hooks.json, at that fixed path (Claude Code reads the file as well and
+    # ignores these events); ${extensionPath} is replaced by the installed folder (0.61.0). No
+    # skill: an extension's skills are only read from skills/<name>/SKILL.md.
+    "plugin": {
+        "called": "extension",
+        "manifests": {
+            "gemini-extension.json": {
+                "name": "{name}",
+                "version": "{version}",
+                "description": "{description}",
+            },
+            "hooks/hooks.json": {"hooks": "{hooks}"},
+        },
+        "root": "${extensionPath}",
+        "folder": "extensions/{name}",
+        "id": "{name}",
+        "install": ("gemini extensions install {source}",),
+        "uninstall": ("gemini extensions uninstall {id}",),
+    },
+}
+
+_SHELL = "run_shell_command"
+_SECTIONS = ("Output: ", "Error: ", "Exit Code: ", "Signal: ", "Background PIDs: ")
+_VOLATILE = ("Process Group PGID: ", "Background PIDs: ")
+_GUARD = ("Tool execution blocked: ", "Agent execution stopped by hook: ", "")
+_CANCELLED = "Command was cancelled by user"
+
+
+def call(payload):
+    event = payload.get("hook_event_name")
+    common = {"transcript_path": payload.get("transcript_path"), "cwd": payload.get("cwd")}
+    session = payload.get("session_id")
+    if event == "BeforeTool":
+        tool = tool_name(payload.get("tool_name"), TOOLS)
+        tool_input = payload.get("tool_input")
+        # No call id: every hook of one event gets the same payload, timestamp included, so a
+        # guard installed in two scopes answers the second time as it did the first.
+        stamp = payload.get("timestamp")
+        key = "g" + fingerprint([stamp, tool, tool_input]) if isinstance(stamp, str) else None
+        return Call(NAME, session, tool=tool, tool_input=tool_input, tool_use_id=key, **common)
+    if event == "BeforeModel":
+        request = payload.get("llm_request")
+        model = request.get("model") if isinstance(request, dict) else None
+        return Call(NAME, session, event=MODEL, model=model, **common)
+    if event == "BeforeAgent":
+        # Once per prompt of the person (subagents fire none): a new prompt resets the wires.
+        prompt_id = fingerprint([payload.get("timestamp"), payload.get("prompt")])
+        return Call(NAME, session, event=PROMPT, prompt_id=prompt_id, **common)
+    if event == "AfterTool" and not common["transcript_path"]:
+        # Not installed: the session file tells each outcome. Kept for a payload without one.
+        response = payload.get("tool_response")
+        response = response if isinstance(response, dict) else {}
+        content = response.get("llmContent")
+        text = content if isinstance(content, str) else jsonio.dumps(content, sort_keys=True)
+        status = "fail" if response.get("error") else _text_status(payload.get("tool_name"), text)
+        return Call(
+            NAME,
+            session,
+            event=RESULT,
+            tool=tool_name(payload.get("tool_name"), TOOLS),
+            failed=status == "fail",
+            outcome=fingerprint(_stable(text)),
+            **common,
+        )
+    return None
+
+
+def render(decision):
+    """A deny with its reason for the model, continue:false to end the run, systemMessage for
+    the person. The same answer serves BeforeTool, BeforeModel and BeforeAgent."""
+    if not decision:
+        return ""
+    person = decision.get("person") or ""
+    reason = decision.get("model") or person
+    if decision["kind"] == TELL:
+        return jsonio.dumps({"systemMessage": person or reason}) if reason else ""
+    answer = {"decision": "deny", "reason": reason or REFUSAL_PREFIX}
+    if decision["kind"] == STOP:
+        answer.update({"continue": False, "stopReason": answer["reason"]})
+    if person:
+        answer["systemMessage"] = person
+    return jsonio.dumps(answer)
+
+
+def sync(book, call):
+    """Bring the book up to date with the session's files; False when there is none."""
+    path = call.transcript_path
+    if not path or not call.session_id:
+        return False
+    files = book.state["files"]
+    if path.endswith(".json"):
+        _read_whole(book, path)  # a version that rewrote one whole session-*.json
+    else:
+        _follow(book, files, path, "main")
+    folder = os.path.join(os.path.dirname(path), call.session_id)
+    for name in _listing(book, folder):
+        if name.endswith(".jsonl"):
+            _follow(book, files, os.path.join(folder, name), name[: -len(".jsonl")])
+    read_all(book, path, lambda entry: _Reader(book, entry).line)
+    return True
+
+
+def _follow(book, files, path, agent):
+    if path not in files:
+        if book.state["spend"]["total"]:
+            # A new file may repeat responses counted from another one (a resumed legacy
+            # session copies every message): the whole ledger decides what is new.
+            book.load_known()
+        files[path] = {"agent": agent}
+
+
+def _listing(book, folder):
+    """The subagent folder's names, listed again only when the folder changed."""
+    seen = book.state.setdefault("folders", {})
+    try:
+        stamp = os.stat(folder).st_mtime_ns
+    except OSError:
+        return []
+    known = seen.get(folder)
+    if known and known[0] == stamp:
+        return known[1]
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    seen[folder] = [stamp, names]
+    return names
+
+
+def _read_whole(book, path):
+    """A legacy session-*.json: read again whole whenever it changed (it is rewritten whole)."""
+    legacy = book.state.setdefault("legacy", {})
+    try:
+        info = os.stat(path)
+    except OSError:
+        return
+    stamp = [info.st_ino, info.st_size, info.st_mtime_ns]
+    entry = legacy.setdefault(path, {"agent": "main"})
+    if entry.get("stamp") == stamp:
+        return
+    with open(path, "rb") as handle:
+        data = handle.read()
+    try:
+        record = jsonio.loads(data)
+    except ValueError:
+        return  # caught mid-write: read next call
+    entry["stamp"] = stamp
+    messages = record.get("messages") if isinstance(record, dict) else None
+    if isinstance(messages, list):
+        book.load_known()
+        reader = _Reader(book, entry)
+        for message in messages:
+            if isinstance(message, dict):
+                reader.message(message)
+
+
+def _text_status(name, text):
+    """'ok', 'fail' or 'reset' (the person cancelled) of a tool's result text."""
+    if name != _SHELL:
+        return "ok"
+    body = text.replace("<untrusted_context>", "").replace("</untrusted_context>", "")
+    if body.lstrip().startswith(_CANCELLED):
+        return "reset"
+    if body.lstrip().startswith("Command was automatically cancelled"):
+        return "fail"
+    # The shell tool's sections after the output, last line first: Error, Exit Code (only when
+    # not 0), Signal, Background PIDs, Process Group PGID.
+    for line in reversed(body.strip().split("\n")):
+        if line.startswith(_VOLATILE):
+            continue
+        if line.startswith(("Exit Code: ", "Signal: ", "Error: ")):
+            return "fail"
+        if not line.startswith(_SECTIONS):
+            break
+        if line.startswith("Output: "):
+            break
+    return "ok"
+
+
+def _stable(text):
+    """A result without what changes on every run (the process group id)."""
+    return "\n".join(line for line in text.split("\n") if not line.startswith(_VOLATILE))
+
+
+def _own_refusal(text, display):
+    """The guard's refusal as the CLI records it: `Tool execution blocked: <reason>`,
+    `Agent execution stopped by hook: <reason>`, or (AfterTool) the reason alone."""
+    for head in _GUARD:
+        if text.startswith(head + REFUSAL_PREFIX):
+            return bool(head) or display.startswith(_GUARD[1] + REFUSAL_PREFIX)
+    return False
+
+
+def _result_text(result):
+    """(text, is_error) of a recorded tool call's result parts."""
+    parts = result if isinstance(result, list) else []
+    for part in parts:
+        response = part.get("functionResponse") if isinstance(part, dict) else None
+        body = response.get("response") if isinstance(response, dict) else None
+        if isinstance(body, dict):
+            if isinstance(body.get("error"), str):
+                return body["error"], True
+            if isinstance(body.get("output"), str):
+                return body["output"], False
+            return jsonio.dumps(body, sort_keys=True), False
+    return "", False
+
+
+class _Reader:
+    """Turns one session file's new lines into ledger entries."""
+
+    def __init__(self, book, entry):
+        self.ledger = book
+        self.entry = entry
+
+    def line(self, raw):
+        if b'"gemini"' not in raw and not (b'"startTime"' in raw and "start" not in self.entry):
+            return  # user messages, $set and $rewindTo lines: nothing to count
+        try:
+            record = jsonio.loads(raw)
+        except ValueError:
+            return
+        if not isinstance(record, dict):
+            return
+        if "start" not in self.entry and isinstance(record.get("startTime"), str):
+            self.entry["start"] = record["startTime"]  # the header: this file's first run
+        elif "$set" not in record and "$rewindTo" not in record:
+            self.message(record)
+
+    def message(self, record):
+        if record.get("type") != "gemini":
+            return
+        model = record.get("model")
+        if isinstance(model, str) and model:
+            self.entry["model"] = model
+        tokens = record.get("tokens")
+        key = record.get("id")
+        if isinstance(tokens, dict) and isinstance(key, str) and key:
+            model = self.entry.get("model") or "gemini"
+            pusd, known = pricing.gemini_cost(model, tokens)
+            out = number(tokens.get("output")) + number(tokens.get("thoughts"))
+            day = local_day(record.get("timestamp"))
+            self.ledger.usage(key, self.entry["agent"], model, pusd, known, out, day)
+        calls = record.get("toolCalls")
+        if isinstance(calls, list):
+            for tool_call in calls:
+                if isinstance(tool_call, dict):
+                    self._outcome(tool_call)
+
+    def _outcome(self, tool_call):
+        """A finished call, once: its hash and outcome go to the wires of the agent the hooks
+        see. Calls written before this file's run began (copied from a resumed session) and
+        calls already booked are skipped."""
+        call_id = tool_call.get("id")
+        stamp = tool_call.get("timestamp")
+        status = tool_call.get("status")
+        if not isinstance(call_id, str) or not isinstance(stamp, str):
+            return
+        if status not in ("success", "error", "cancelled"):
+            return  # still running: its outcome comes with a later line
+        if stamp < self.entry.get("start", "") or stamp < self.entry.get("last", ""):
+            return
+        booked = self.entry.setdefault("calls", [])
+        if call_id in booked:
+            return
+        booked.append(call_id)
+        del booked[:-64]
+        self.entry["last"] = stamp
+        name = tool_call.get("name")
+        text, is_error = _result_text(tool_call.get("result"))
+        display = tool_call.get("resultDisplay")
+        display = display if isinstance(display, str) else ""
+        if status == "cancelled":
+            outcome = "reset"
+        elif _own_refusal(text, display):
+            return  # the guard's own refusal: the call never ran
+        elif status == "error" or is_error:
+            outcome = "fail"
+        else:
+            outcome = _text_status(name, text)
+        record = self.ledger.agent("main")
+        if outcome == "reset":
+            ledger.reset_agent(record)
+            return
+        call_hash = fingerprint([tool_name(name, TOOLS), tool_call.get("args")])
+        self.ledger.complete_unseen("main", call_hash)
+        self.ledger.outcome("main", None, outcome == "fail", fingerprint(_stable(text)))

@@ -1,0 +1,465 @@
+"""Gemini CLI on the sessions and hook payloads recorded from the real CLI 0.61.0
+(tests/fixtures/gemini/README.md): exact spend, outcomes, answers, and reading in pieces."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from guard_env import ROOT, GuardEnv
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from runaway_guard import hosts, ledger, pricing, wires
+from runaway_guard.calls import MODEL, PROMPT, RESULT, TOOL, Call
+from runaway_guard.decisions import ASK, DENY, STOP, TELL
+
+FIXTURES = ROOT / "tests" / "fixtures" / "gemini"
+GEMINI = hosts.load("gemini")
+RATES = json.loads((ROOT / "skill" / "runaway_guard" / "prices.json").read_text())["gemini"]
+
+# Worked out by hand from the tokens each session records and prices.json (USD per MTok):
+# cost = (input - cached + tool) x input + cached x cached_input + (output + thoughts) x output,
+# the long-context rates for a whole request whose prompt is above 200k.
+EXPECTED = {
+    "failures": 0.0016275,  # 6 responses, gemini-2.5-flash
+    "tool_errors": 0.0006895,
+    "subagent": 0.002446,  # 3 parent + 3 subagent responses
+    "loop": 0.000716,  # 4 of the 6 served: the CLI's loop detector dropped 2 unwritten
+    "auto": 0.002168,  # the router call (gemini-3.5-flash-lite) is not in the session
+    "rewind": 0.000757,  # the response rewound away stays spent
+    "legacy": 0.0014635,  # 0.33.0 session-*.json + the .jsonl 0.61.0 wrote on --resume
+    "models": 1.07883975,
+}
+MODELS = {
+    # 250k prompt: long tier; 200k + 500 tool-use tokens: base tier (the prompt decides)
+    "gemini-2.5-pro": (
+        50000 * 2.5 + 200000 * 0.25 + 420 * 15 + 50500 * 1.25 + 150000 * 0.125 + 140 * 10
+    )
+    / 1e6,
+    "gemini-3.1-pro-preview": (201000 * 4 + 110 * 18 + 500 * 2 + 2500 * 0.2 + 30 * 12) / 1e6,
+    "gemini-3-flash-preview": (
+        1250 * 0.5 + 4000 * 0.05 + 105 * 3 + 300 * 0.5 + 4900 * 0.05 + 12 * 3
+    )
+    / 1e6,
+    "gemini-3.8-flash": (1000 * 0.75 + 5000 * 0.075 + 45 * 3.75) / 1e6,
+    # not in the table: priced at the dearest pro model (gemini-3.1-pro-preview)
+    "gemini-4-pro-preview": (1000 * 2 + 6000 * 0.2 + 30 * 12) / 1e6,
+}
+
+
+def place(name, into):
+    """The fixture's session files under ``into``; (session id, transcript paths in the order the
+    hooks named them, hook payloads re-pointed at them)."""
+    source = FIXTURES / name
+    chats = into / "chats"
+    shutil.copytree(source / "chats", chats)
+    payloads, paths = [], []
+    for line in (source / "hook_inputs.jsonl").read_text().splitlines():
+        payload = json.loads(line.replace("<root>", str(into)))
+        old = payload["transcript_path"]
+        payload["transcript_path"] = str(chats / Path(old).name)
+        if payload["transcript_path"] not in paths:
+            paths.append(payload["transcript_path"])
+        payloads.append(payload)
+    return payloads[0]["session_id"], paths, payloads
+
+
+def synced(name, tmp):
+    """The ledger after one sync per transcript the session had (a resume may change it)."""
+    session, paths, _ = place(name, tmp)
+    with ledger.Ledger(str(tmp / "state"), "gemini", session) as book:
+        for path in paths:
+            GEMINI.sync(book, Call("gemini", session, transcript_path=path))
+        return book.state
+
+
+def recorded_tokens(name):
+    """{message id: (model, tokens)} over every file of the fixture, read independently."""
+    found = {}
+    for path in sorted((FIXTURES / name / "chats").rglob("*")):
+        if path.suffix == ".json":
+            records = json.loads(path.read_text())["messages"]
+        elif path.suffix == ".jsonl":
+            records = [json.loads(line) for line in path.read_text().splitlines()]
+        else:
+            continue
+        for record in records:
+            if record.get("type") == "gemini" and record.get("tokens"):
+                found[record["id"]] = (record["model"], record["tokens"])
+    return found
+
+
+def by_hand(model, tokens):
+    entry = RATES["models"][model]
+    long = entry.get("long_context")
+    rates = long if long and tokens["input"] > long["above_prompt_tokens"] else entry
+    return (
+        (tokens["input"] - tokens["cached"] + tokens["tool"]) * rates["input"]
+        + tokens["cached"] * rates["cached_input"]
+        + (tokens["output"] + tokens["thoughts"]) * rates["output"]
+    ) / 1e6
+
+
+# -- spend -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_recorded_sessions_priced_exactly(tmp_path, name):
+    state = synced(name, tmp_path)
+    assert abs(state["spend"]["total"] / 1e12 - EXPECTED[name]) < 1e-9
+    priced = {m: t for m, t in recorded_tokens(name).values() if m in RATES["models"]}
+    known = sum(by_hand(m, t) for m, t in recorded_tokens(name).values() if m in priced)
+    unknown = sum(MODELS.get(m, 0) for m, _ in recorded_tokens(name).values() if m not in priced)
+    assert abs(known + unknown - EXPECTED[name]) < 1e-9
+
+
+def test_tokens_recorded_are_the_tokens_served():
+    """The session's tokens are the usageMetadata the model served: input is promptTokenCount
+    (cached included), thoughts and tool-use prompt tokens apart."""
+    for name in ("failures", "models", "subagent", "loop"):
+        served = [
+            s["usageMetadata"] for s in json.loads((FIXTURES / name / "served.json").read_text())
+        ]
+        recorded = [t for _, t in recorded_tokens(name).values()]
+        as_served = [
+            {
+                "promptTokenCount": t["input"],
+                "candidatesTokenCount": t["output"],
+                "totalTokenCount": t["total"],
+                **({"cachedContentTokenCount": t["cached"]} if t["cached"] else {}),
+                **({"thoughtsTokenCount": t["thoughts"]} if t["thoughts"] else {}),
+                **({"toolUsePromptTokenCount": t["tool"]} if t["tool"] else {}),
+            }
+            for t in recorded
+        ]
+        assert all(item in served for item in as_served), name
+    # the loop detector cut the 5th and 6th responses before the CLI wrote them
+    assert len(json.loads((FIXTURES / "loop" / "served.json").read_text())) == 6
+    assert len(recorded_tokens("loop")) == 4
+
+
+def test_models_long_context_cached_thoughts_and_an_unpriced_id(tmp_path):
+    state = synced("models", tmp_path)
+    by_model = {m: v / 1e12 for m, v in state["spend"]["model"].items()}
+    assert by_model == pytest.approx(MODELS, abs=1e-9)
+    assert state["unpriced"] == ["gemini-4-pro-preview"]
+
+
+def test_subagent_spend_is_its_own_agents(tmp_path):
+    state = synced("subagent", tmp_path)
+    agents = {a: v / 1e12 for a, v in state["spend"]["agent"].items()}
+    sub = next(a for a in agents if a != "main")
+    assert sub == next((FIXTURES / "subagent" / "chats").glob("*/*.jsonl")).stem
+    # (500 x 0.3 + 1000 x 0.03 + 110 x 2.5) + (400 x 0.3 + 1400 x 0.03 + 20 x 2.5)
+    # + (300 x 0.3 + 1700 x 0.03 + 8 x 2.5) micro-dollars
+    assert agents["main"] == pytest.approx(0.000828, abs=1e-12)
+    assert agents[sub] == pytest.approx(EXPECTED["subagent"] - agents["main"])
+
+
+def test_rewind_and_set_never_take_spent_money_back(tmp_path):
+    text = next((FIXTURES / "rewind" / "chats").glob("*.jsonl")).read_text()
+    assert '"$rewindTo"' in text and '"$set":{"messages"' in text
+    rewound = json.loads(next(line for line in text.splitlines() if '"$rewindTo"' in line))
+    assert rewound["$rewindTo"]
+    assert len(recorded_tokens("rewind")) == 4
+    assert synced("rewind", tmp_path)["spend"]["total"] == round(EXPECTED["rewind"] * 1e12)
+
+
+def test_legacy_file_and_its_resumed_copy_count_each_response_once(tmp_path):
+    session, paths, _ = place("legacy", tmp_path)
+    assert paths[0].endswith(".json") and paths[-1].endswith(".jsonl")
+    state = synced("legacy", tmp_path / "again")
+    assert state["spend"]["total"] == round(EXPECTED["legacy"] * 1e12)
+    # the resumed .jsonl alone holds every response too (copied): the same total
+    with ledger.Ledger(str(tmp_path / "jsonl-only"), "gemini", session) as book:
+        GEMINI.sync(book, Call("gemini", session, transcript_path=paths[-1]))
+        assert book.state["spend"]["total"] == round(EXPECTED["legacy"] * 1e12)
+        assert len(book.agent("main")["hist"]) == 1  # the copied call is not an outcome again
+
+
+def test_a_large_ledger_is_consulted_for_a_new_file(tmp_path):
+    """A resumed legacy session's .jsonl repeats responses the guard may have counted long
+    ago (out of the recent window): the ledger decides, nothing is counted twice."""
+    session, paths, _ = place("legacy", tmp_path)
+    with ledger.Ledger(str(tmp_path / "state"), "gemini", session) as book:
+        GEMINI.sync(book, Call("gemini", session, transcript_path=paths[0]))
+        book.state["recent"] = {}  # as if hundreds of responses came since
+    with ledger.Ledger(str(tmp_path / "state"), "gemini", session) as book:
+        GEMINI.sync(book, Call("gemini", session, transcript_path=paths[-1]))
+        assert book.state["spend"]["total"] == round(EXPECTED["legacy"] * 1e12)
+
+
+# -- outcomes ----------------------------------------------------------------------------------
+
+
+def test_non_zero_exit_codes_are_failures(tmp_path):
+    state = synced("failures", tmp_path)
+    main = state["agents"]["main"]
+    assert main["fails"] == 5 and len(main["hist"]) == 5
+
+
+def test_tool_errors_including_calls_no_hook_saw(tmp_path):
+    hooks = [
+        json.loads(line)
+        for line in (FIXTURES / "tool_errors" / "hook_inputs.jsonl").read_text().splitlines()
+    ]
+    assert [h["tool_name"] for h in hooks if h["hook_event_name"] == "BeforeTool"] == ["read_file"]
+    assert synced("tool_errors", tmp_path)["agents"]["main"]["fails"] == 3
+
+
+@pytest.mark.parametrize("name", ["deny", "stop", "deny_stop", "after_stop"])
+def test_the_guards_own_refusals_never_count(tmp_path, name):
+    state = synced(f"answers/{name}", tmp_path)
+    main = state["agents"].get("main", {"fails": 0, "hist": []})
+    assert main["fails"] == 0 and main["hist"] == []
+
+
+def test_a_refusal_by_another_hook_is_a_failure(tmp_path):
+    session, paths, _ = place("answers/deny", tmp_path)
+    path = Path(paths[0])
+    path.write_text(path.read_text().replace("runaway-guard: refused", "other-hook: refused"))
+    with ledger.Ledger(str(tmp_path / "state"), "gemini", session) as book:
+        GEMINI.sync(book, Call("gemini", session, transcript_path=str(path)))
+        assert book.agent("main")["fails"] == 2
+
+
+def test_identical_calls_are_a_loop_whatever_their_process_group(tmp_path):
+    state = synced("loop", tmp_path)
+    hist = state["agents"]["main"]["hist"]
+    assert len(hist) == 4 and len({tuple(item) for item in hist}) == 1
+    assert wires.loop_repeats(hist, hist[0][0]) == 4
+
+
+def test_subagent_outcomes_go_to_the_agent_the_hooks_see(tmp_path):
+    hooks = [
+        json.loads(line)
+        for line in (FIXTURES / "subagent" / "hook_inputs.jsonl").read_text().splitlines()
+    ]
+    assert len({h["session_id"] for h in hooks}) == 1  # the subagent's calls: the parent's id
+    state = synced("subagent", tmp_path)
+    assert set(state["agents"]) == {"main"}
+    assert len(state["agents"]["main"]["hist"]) == 5  # 3 subagent calls, 2 of the parent
+
+
+@pytest.mark.parametrize(
+    ("text", "status"),
+    [
+        ("<untrusted_context>\nOutput: hi\nExit Code: 3\nProcess Group PGID: 9\n", "fail"),
+        ("Output: (empty)\nProcess Group PGID: 9", "ok"),
+        ("Output: Exit Code: 3\nsaid the program\nProcess Group PGID: 9", "ok"),
+        ("Output: x\nError: spawn failed\nProcess Group PGID: 9", "fail"),
+        ("Output: x\nSignal: SIGTERM\nProcess Group PGID: 9", "fail"),
+        ("Command was cancelled by user before it could complete.", "reset"),
+        ("Command was automatically cancelled because it exceeded the timeout", "fail"),
+    ],
+)
+def test_shell_result_text(text, status):
+    from runaway_guard.hosts import gemini
+
+    assert gemini._text_status("run_shell_command", text) == status
+    assert gemini._text_status("read_file", text) == "ok"
+
+
+# -- payloads and answers ----------------------------------------------------------------------
+
+
+def test_payloads_become_calls():
+    hooks = {}
+    for line in (FIXTURES / "subagent" / "hook_inputs.jsonl").read_text().splitlines():
+        payload = json.loads(line)
+        hooks.setdefault(payload["hook_event_name"], payload)
+    tool = GEMINI.call(hooks["BeforeTool"])
+    assert (tool.event, tool.tool, tool.agent) == (TOOL, "Agent", "main")
+    assert tool.tool_use_id == GEMINI.call(dict(hooks["BeforeTool"])).tool_use_id
+    assert tool.tool_use_id != GEMINI.call(dict(hooks["BeforeTool"], timestamp="x")).tool_use_id
+    assert tool.transcript_path.endswith(".jsonl")
+    model = GEMINI.call(hooks["BeforeModel"])
+    assert (model.event, model.model) == (MODEL, "gemini-2.5-flash")
+    prompt = GEMINI.call(hooks["BeforeAgent"])
+    assert prompt.event == PROMPT and prompt.prompt_id
+    assert GEMINI.call(hooks["AfterTool"]) is None  # the session file tells the outcome
+    bare = dict(hooks["AfterTool"], transcript_path=None)
+    bare["tool_response"] = {"llmContent": "Output: x\nExit Code: 2\nProcess Group PGID: 1"}
+    result = GEMINI.call(bare)
+    assert (result.event, result.failed) == (RESULT, True)
+    assert GEMINI.call({"hook_event_name": "SessionStart", "session_id": "s"}) is None
+
+
+def test_every_recorded_payload_is_detected_as_gemini():
+    for path in FIXTURES.glob("**/hook_inputs.jsonl"):
+        for line in path.read_text().splitlines():
+            assert hosts.detect(json.loads(line), {}) == "gemini"
+
+
+def test_answers_never_ask():
+    texts = {"wire": "loop", "model": "runaway-guard: m", "person": "runaway-guard: p"}
+    assert GEMINI.render(None) == ""
+    assert json.loads(GEMINI.render({"kind": TELL, **texts})) == {
+        "systemMessage": "runaway-guard: p"
+    }
+    deny = json.loads(GEMINI.render({"kind": DENY, **texts}))
+    assert deny == {
+        "decision": "deny",
+        "reason": "runaway-guard: m",
+        "systemMessage": "runaway-guard: p",
+    }
+    stop = json.loads(GEMINI.render({"kind": STOP, **texts}))
+    assert stop["continue"] is False and stop["decision"] == "deny"
+    assert stop["stopReason"] == "runaway-guard: m"
+    assert ASK not in GEMINI.RUNGS
+    assert "ask" not in json.dumps([GEMINI.render({"kind": k, **texts}) for k in GEMINI.RUNGS])
+
+
+# -- the hook as a whole ----------------------------------------------------------------------
+
+
+def test_replayed_failure_run_is_refused_then_stopped(tmp_path):
+    """The 6th call of a failure run is refused; the model going on is refused, then the run is
+    stopped, at the tool and at the next model request."""
+    env = GuardEnv(tmp_path)
+    _, _, payloads = place("failures", tmp_path)
+    before_tool = next(p for p in payloads if p["hook_event_name"] == "BeforeTool")
+    before_model = next(p for p in payloads if p["hook_event_name"] == "BeforeModel")
+    prompt = next(p for p in payloads if p["hook_event_name"] == "BeforeAgent")
+    assert env.answer(prompt) is None  # the run's first prompt
+    answers = [env.answer(dict(before_tool, tool_input={"command": f"make {n}"})) for n in range(3)]
+    assert [a["decision"] for a in answers] == ["deny", "deny", "deny"]
+    assert "5 tool calls in a row have failed" in answers[0]["reason"]
+    assert [a.get("continue") for a in answers] == [None, None, False]
+    assert env.answer(before_model)["continue"] is False
+    # a new prompt from the person clears the stop
+    assert env.answer(dict(prompt, timestamp="2026-12-02T00:00:00.000Z")) is None
+    assert env.answer(before_model) is None
+
+
+def test_spend_cap_stops_at_the_model_request(tmp_path):
+    env = GuardEnv(tmp_path)
+    _, _, payloads = place("models", tmp_path)
+    before_model = next(p for p in payloads if p["hook_event_name"] == "BeforeModel")
+    before_model = dict(
+        before_model, transcript_path=str(next((tmp_path / "chats").glob("*.jsonl")))
+    )
+    answer = env.answer(before_model, RUNAWAY_GUARD_MAX_USD="1")
+    assert answer["continue"] is False and "spend cap is reached" in answer["stopReason"]
+
+
+# -- reading in pieces -------------------------------------------------------------------------
+
+
+def read_in_pieces(tmp, name, cuts):
+    session, paths, _ = place(name, tmp)
+    files = sorted((tmp / "chats").rglob("*.jsonl"))
+    data = {path: path.read_bytes() for path in files}
+    for path in files:
+        path.write_bytes(b"")
+    call = Call("gemini", session, transcript_path=paths[-1])
+    state_dir = str(tmp / "state")
+    for step in range(max(len(c) for c in cuts) + 1):
+        for path, fractions in zip(files, cuts):
+            ends = [round(len(data[path]) * c) for c in sorted(fractions)] + [len(data[path])]
+            end = ends[min(step, len(ends) - 1)]
+            with path.open("ab") as handle:
+                handle.write(data[path][path.stat().st_size : end])
+            with ledger.Ledger(state_dir, "gemini", session) as book:
+                GEMINI.sync(book, call)
+    with ledger.Ledger(state_dir, "gemini", session) as book:
+        GEMINI.sync(book, call)
+        return book.state["spend"], outcomes(book.state)
+
+
+def outcomes(state):
+    """Each agent's calls with their outcomes, and its failures in a row when one file holds
+    them all: the order of two files' calls is the order they were read in, and the test writes
+    them in any interleaving."""
+    one_file = len(state["files"]) == 1
+    return {
+        agent: (record["fails"] if one_file else None, sorted(map(tuple, record["hist"])))
+        for agent, record in state["agents"].items()
+    }
+
+
+fractions = st.lists(st.floats(0, 1), min_size=1, max_size=30)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    cuts=st.lists(fractions, min_size=2, max_size=2),
+    name=st.sampled_from(["subagent", "models", "loop"]),
+)
+def test_pieces_equal_one_read(tmp_path_factory, cuts, name):
+    whole_dir = tmp_path_factory.mktemp("whole")
+    session, paths, _ = place(name, whole_dir)
+    with ledger.Ledger(str(whole_dir / "state"), "gemini", session) as book:
+        GEMINI.sync(book, Call("gemini", session, transcript_path=paths[-1]))
+        whole = book.state["spend"], outcomes(book.state)
+    assert whole[0]["total"] == round(EXPECTED[name] * 1e12)
+    assert read_in_pieces(tmp_path_factory.mktemp("pieces"), name, cuts) == whole
+
+
+# -- outside input -----------------------------------------------------------------------------
+
+SAMPLES = [
+    json.loads(line)
+    for name in ("subagent", "failures", "tool_errors")
+    for line in next((FIXTURES / name / "chats").glob("*.jsonl")).read_text().splitlines()
+]
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+def mutate(record, draw):
+    record = json.loads(json.dumps(record))
+    targets = [record]
+    for message in (
+        record.get("$set", {}).get("messages", []) if isinstance(record.get("$set"), dict) else []
+    ):
+        targets.append(message)
+    for tool_call in record.get("toolCalls") or []:
+        targets.append(tool_call)
+    if isinstance(record.get("tokens"), dict):
+        targets.append(record["tokens"])
+    target = draw(st.sampled_from(targets))
+    if target:
+        key = draw(st.sampled_from(sorted(target)))
+        target[key] = draw(json_values)
+    return json.dumps(record).encode()
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_any_session_line_is_read_without_error(tmp_path_factory, data):
+    tmp = tmp_path_factory.mktemp("fuzz")
+    lines = []
+    for _ in range(data.draw(st.integers(1, 6))):
+        if data.draw(st.booleans()):
+            lines.append(mutate(data.draw(st.sampled_from(SAMPLES)), data.draw))
+        else:
+            lines.append(data.draw(st.binary(max_size=80)).replace(b"\n", b" "))
+    path = tmp / "chats" / "session-fuzz.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    env = GuardEnv(tmp)
+    payload = {
+        "session_id": "fuzz",
+        "transcript_path": str(path),
+        "cwd": str(tmp),
+        "hook_event_name": data.draw(st.sampled_from(["BeforeTool", "BeforeModel", "BeforeAgent"])),
+        "timestamp": "2026-12-01T00:00:00.000Z",
+        "tool_name": data.draw(st.sampled_from(["run_shell_command", "invoke_agent", 3, None])),
+        "tool_input": data.draw(json_values),
+        "llm_request": data.draw(json_values),
+    }
+    line = env.run(payload)
+    assert line == "" or isinstance(json.loads(line), dict)
+    with ledger.Ledger(str(env.state_dir), "gemini", "fuzz") as book:
+        assert isinstance(book.state["spend"]["total"], int)
+    assert pricing.gemini_cost("gemini-2.5-flash", data.draw(json_values))[0] >= 0
