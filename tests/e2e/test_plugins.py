@@ -146,6 +146,7 @@ def test_claude_code_plugin_guards_then_uninstall_leaves_no_hook(tmp_path):
     assert run.result["terminal_reason"] == "hook_stopped", run.result
     state = claude.person.state_dir / "sessions" / "claude" / f"{run.session_id}.json"
     assert json.loads(state.read_text())["blocked"]["wire"] == "loop"
+    assert "twice" not in claude.person.hook_log()  # the plugin's hook ran once per call
 
     # the installer sees the plugin and adds no second hook
     said = claude.person.install("claude")
@@ -221,6 +222,7 @@ def test_copilot_cli_plugin_guards_then_uninstall_leaves_no_hook(tmp_path):
     assert run.aborted  # the guard ended the run
     state = copilot.person.state_dir / "sessions" / "copilot" / f"{run.session_id}.json"
     assert json.loads(state.read_text())["blocked"]["wire"] == "loop"
+    assert "twice" not in copilot.person.hook_log()
 
     said = copilot.person.install("copilot")
     assert "installed as Copilot CLI's plugin" in said and "no second hook" in said, said
@@ -303,6 +305,7 @@ def test_gemini_cli_extension_guards_then_uninstall_leaves_no_hook(tmp_path):
     assert "Invalid hook event name" not in run.stderr  # the file holds Gemini's events only
     state = gemini.person.state_dir / "sessions" / "gemini" / f"{run.session_id}.json"
     assert json.loads(state.read_text())["blocked"]["wire"] == "loop"
+    assert "twice" not in gemini.person.hook_log()
     guard = gemini.extension / "skill" / "guard.py"
     assert guard.is_file()  # Gemini CLI ran its own copy: ${extensionPath} is that folder
 
