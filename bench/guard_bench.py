@@ -12,8 +12,11 @@ interpreter (sys.executable) and the hook command's form (`python -I -S guard.py
 - bare: `python -c pass` and `python -I -S -c pass` (the floor every hook pays);
 - cold: the first call on the whole session with no state (the page cache is warm: the files
   were just written or read, as a live session's are);
-- steady: one call after a few records were appended (one response of two rows with usage, its
-  tool_result, a progress record), the state warm; the median of --calls calls;
+- steady: one call after the host wrote what it writes before the hook runs (the previous call's
+  outcome, then the response making this call, with its usage), the state warm; the median of
+  --calls calls;
+- late: the same records written only 50 ms after the hook started, as Claude Code does (it
+  flushes every 100 ms) when the model answers at once: the guard waits for them;
 - peak memory: ru_maxrss of each guard process alone (os.wait4 gives one child's usage);
 - steady with a team configured (RUNAWAY_GUARD_TEAM and both server URLs, team and person caps
   set, the team's figures cached: the hook reads them and starts no refresh while they are
@@ -22,8 +25,8 @@ interpreter (sys.executable) and the hook command's form (`python -I -S guard.py
 
 It prints a table with ratios against both bare forms and PASS/FAIL against the targets
 (steady, with or without a team, <= 1.5x bare `python -c pass`; a team adds <= 10 % to the
-steady call; cold <= 1.5 s for 100 MB, <= 6 s for 500 MB; peak memory <= 64 MB). It always
-exits 0: it is a report. Standard library only.
+steady call; late <= the write + 50 ms; cold <= 1.5 s for 100 MB, <= 6 s for 500 MB; peak
+memory <= 64 MB). It always exits 0: it is a report. Standard library only.
 """
 
 import argparse
@@ -51,6 +54,9 @@ STEADY_FACTOR = 1.5
 TEAM_FACTOR = 1.1  # a team configured, against the same steady call without
 COLD_LIMIT = {100: 1.5, 500: 6.0}
 MEMORY_LIMIT_MB = 64
+# The late calls: the host writes the call LATE_S after its hook started; the guard must answer
+# within LATE_MARGIN_S of that write.
+LATE_S, LATE_CALLS, LATE_MARGIN_S = 0.05, 10, 0.05
 
 # -- text for bodies: deterministic, cheap to slice --------------------------------------------
 
@@ -325,27 +331,38 @@ def make_claude(folder, size_mb):
     return {"main": main, "cwd": project, "session": CLAUDE_SESSION, "writer_n": writer.n}
 
 
-def claude_append(info, step):
-    """A few records, as one tool call adds them: a response (two rows), a progress, a result."""
-    writer = ClaudeWriter(random.Random(10_000 + step), info["cwd"])
-    writer.n = info["writer_n"] + 10 * step
-    index = 10_000_000 + step
-    tool_id = f"toolu_01Steady{index:016d}"
-    lines = writer.response(index, tool_id, {"command": f"echo {step}"})
-    lines.append(writer.progress(tool_id))
-    lines.append(writer.result(tool_id, f"step {step}\n" + body(writer.rng, 200, 3000)))
-    with open(info["main"], "a", encoding="utf-8") as handle:
-        handle.write("\n".join(lines) + "\n")
-    return {
-        "session_id": info["session"],
-        "transcript_path": info["main"],
-        "cwd": info["cwd"],
-        "permission_mode": "default",
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Bash",
-        "tool_input": {"command": f"echo next {step}", "description": "Echo"},
-        "tool_use_id": f"toolu_01Next{index:016d}",
-    }
+class ClaudeSteps:
+    """Tool calls as Claude Code writes them: the previous call's result, then the response that
+    makes the new call (its rows and the hook's progress record); and the new call's payload."""
+
+    def __init__(self, info):
+        self.info = info
+        self.previous = None
+
+    def next(self, step):
+        info = self.info
+        writer = ClaudeWriter(random.Random(10_000 + step), info["cwd"])
+        writer.n = info["writer_n"] + 10 * step
+        index = 10_000_000 + step
+        tool_id = f"toolu_01Steady{index:016d}"
+        lines = []
+        if self.previous:
+            output = f"step {step}\n" + body(writer.rng, 200, 3000)
+            lines.append(writer.result(self.previous, output))
+        lines += writer.response(index, tool_id, {"command": f"echo {step}"})
+        lines.append(writer.progress(tool_id))
+        self.previous = tool_id
+        payload = {
+            "session_id": info["session"],
+            "transcript_path": info["main"],
+            "cwd": info["cwd"],
+            "permission_mode": "default",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": f"echo {step}", "description": "Echo"},
+            "tool_use_id": tool_id,
+        }
+        return lines, payload
 
 
 # -- Codex --------------------------------------------------------------------------------------
@@ -421,6 +438,12 @@ class CodexWriter:
         )
 
     def call(self, index, call_id, command, output, exit_code):
+        return self.call_head(index, call_id, command) + self.call_tail(
+            index, call_id, command, output, exit_code
+        )
+
+    def call_head(self, index, call_id, command):
+        """What Codex writes before it runs the call's hook: the response and its usage."""
         rng = self.rng
         lines = []
         if index % 20 == 0:
@@ -459,6 +482,7 @@ class CodexWriter:
         usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
         for key, value in usage.items():
             self.total[key] += value
+        self.last_usage = usage
         lines.append(
             self._line(
                 "token_usage_record",
@@ -472,6 +496,11 @@ class CodexWriter:
                 },
             )
         )
+        return lines
+
+    def call_tail(self, index, call_id, command, output, exit_code):
+        """What Codex writes once the call ran: its outcome and the running token count."""
+        lines = []
         lines.append(
             self._line(
                 "event_msg",
@@ -510,7 +539,7 @@ class CodexWriter:
                     "type": "token_count",
                     "info": {
                         "total_token_usage": dict(self.total),
-                        "last_token_usage": usage,
+                        "last_token_usage": self.last_usage,
                         "model_context_window": 258400,
                     },
                     "rate_limits": {"limit_id": "codex", "primary": None, "secondary": None},
@@ -564,29 +593,42 @@ def make_codex(folder, size_mb):
     return {"main": main, "cwd": project, "session": CODEX_ROOT, "ordinal": writer.ordinal}
 
 
-def codex_append(info, step):
-    writer = CodexWriter(random.Random(20_000 + step), info["cwd"], CODEX_ROOT, CODEX_ROOT)
-    writer.ordinal = info["ordinal"] + 10 * step
-    index = 10_000_000 + step
-    call_id = f"call_steady{index:012d}"
-    lines = writer.call(index, call_id, f"echo {step}", f"step {step}\n", 0)
-    with open(info["main"], "a", encoding="utf-8") as handle:
-        handle.write("\n".join(lines) + "\n")
-    return {
-        "session_id": CODEX_ROOT,
-        "turn_id": f"{CODEX_ROOT[:-8]}00000000",
-        "transcript_path": info["main"],
-        "cwd": info["cwd"],
-        "hook_event_name": "PreToolUse",
-        "model": "gpt-5.5",
-        "permission_mode": "default",
-        "tool_name": "Bash",
-        "tool_input": {"command": f"echo next {step}"},
-        "tool_use_id": f"call_next{index:012d}",
-    }
+class CodexSteps:
+    """Tool calls as Codex writes them: the previous call's outcome, then the response with the
+    new call and its usage (Codex writes these before the hook runs); and the call's payload."""
+
+    def __init__(self, info):
+        self.info = info
+        self.writer = CodexWriter(random.Random(20_000), info["cwd"], CODEX_ROOT, CODEX_ROOT)
+        self.writer.ordinal = info["ordinal"]
+        self.previous = None
+
+    def next(self, step):
+        writer = self.writer
+        index = 10_000_000 + step
+        call_id = f"call_steady{index:012d}"
+        lines = []
+        if self.previous:
+            done = f"echo {step - 1}"
+            lines += writer.call_tail(index - 1, self.previous, done, f"step {step - 1}\n", 0)
+        lines += writer.call_head(index, call_id, f"echo {step}")
+        self.previous = call_id
+        payload = {
+            "session_id": CODEX_ROOT,
+            "turn_id": f"{CODEX_ROOT[:-8]}00000000",
+            "transcript_path": self.info["main"],
+            "cwd": self.info["cwd"],
+            "hook_event_name": "PreToolUse",
+            "model": "gpt-5.5",
+            "permission_mode": "default",
+            "tool_name": "Bash",
+            "tool_input": {"command": f"echo {step}"},
+            "tool_use_id": call_id,
+        }
+        return lines, payload
 
 
-HOSTS = {"claude": (make_claude, claude_append), "codex": (make_codex, codex_append)}
+HOSTS = {"claude": (make_claude, ClaudeSteps), "codex": (make_codex, CodexSteps)}
 
 
 # -- data on disk, reused ----------------------------------------------------------------------
@@ -760,7 +802,12 @@ def check(result, what):
         json.loads(out)  # one valid answer, or nothing
 
 
-def bench_session(host, size_mb, calls, team_url):
+def append(path, lines):
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")
+
+
+def bench_session(host, size_mb, calls, team_url, guard):
     info = session_data(host, size_mb)
     warm_cache(info)
     work = os.path.join(DATA, "run", f"{host}-{size_mb}")
@@ -769,10 +816,11 @@ def bench_session(host, size_mb, calls, team_url):
     home = os.path.join(work, "home")
     os.makedirs(home)
     env = guard_env(state_dir, home)
-    argv = [sys.executable, "-I", "-S", GUARD]
-    append = HOSTS[host][1]
+    argv = [sys.executable, "-I", "-S", guard]
+    steps = HOSTS[host][1](info)
 
-    payload = append(info, 0)
+    lines, payload = steps.next(0)
+    append(info["main"], lines)
     cold = run_alone(argv, json.dumps(payload).encode(), env)
     check(cold, f"{host} {size_mb} MB cold")
     state = os.path.join(state_dir, "sessions", host)
@@ -783,7 +831,9 @@ def bench_session(host, size_mb, calls, team_url):
 
     # A team configured: its first call starts the refresh that fills the team's cache.
     with_team = team_env(env, team_url)
-    check(run_alone(argv, json.dumps(append(info, 1)).encode(), with_team), "team first call")
+    lines, payload = steps.next(1)
+    append(info["main"], lines)
+    check(run_alone(argv, json.dumps(payload).encode(), with_team), "team first call")
     cache = os.path.join(state_dir, "team", "cache.json")
     deadline = time.monotonic() + 10
     while not os.path.exists(cache) and time.monotonic() < deadline:
@@ -793,12 +843,24 @@ def bench_session(host, size_mb, calls, team_url):
 
     steady_times, steady_rss, team_times, team_rss = [], [], [], []
     for step in range(2, 2 * calls + 2):  # without a team and with one, call by call
-        payload = append(info, step)
+        lines, payload = steps.next(step)
+        append(info["main"], lines)
         teamed = step % 2
         result = run_alone(argv, json.dumps(payload).encode(), with_team if teamed else env)
         check(result, f"{host} {size_mb} MB steady{' with a team' if teamed else ''}")
         (team_times if teamed else steady_times).append(result[0])
         (team_rss if teamed else steady_rss).append(result[1])
+    # late: the host writes the previous outcome and this call only LATE_S after the hook
+    # started, as Claude Code does for a model that answers at once: the guard waits for them
+    late_times = []
+    for step in range(2 * calls + 2, 2 * calls + 2 + LATE_CALLS):
+        lines, payload = steps.next(step)
+        writer = threading.Timer(LATE_S, append, (info["main"], lines))
+        writer.start()
+        result = run_alone(argv, json.dumps(payload).encode(), env)
+        writer.join()
+        check(result, f"{host} {size_mb} MB late")
+        late_times.append(result[0])
     total_bytes = sum(os.path.getsize(p) for p in info["sizes"])
     for path, size in info["sizes"].items():
         os.truncate(path, size)
@@ -811,6 +873,7 @@ def bench_session(host, size_mb, calls, team_url):
         "cold_rss": cold[1],
         "steady": statistics.median(steady_times),
         "steady_rss": max(steady_rss),
+        "late": statistics.median(late_times),
         "team": statistics.median(team_times),
         "team_rss": max(team_rss),
         # Each call with a team against the call without just before it: the machine's load
@@ -827,19 +890,23 @@ def verdict(ok):
     return "PASS" if ok else "FAIL"
 
 
-def report(rows, plain, isolated, calls):
+def report(rows, plain, isolated, calls, guard=GUARD):
     (bare_plain, rss_plain), (bare_isolated, rss_isolated) = plain, isolated
     print()
-    print(f"python: {sys.executable} ({sys.version.split()[0]}), guard: {GUARD}")
+    print(f"python: {sys.executable} ({sys.version.split()[0]}), guard: {guard}")
     print(
         f"bare `python -c pass`: {bare_plain * 1000:.1f} ms, {rss_plain:.1f} MB; "
         f"bare `python -I -S -c pass`: {bare_isolated * 1000:.1f} ms, {rss_isolated:.1f} MB "
         "(medians; a child's RSS is at least its launcher's, ~8 MB)"
     )
-    print(f"steady = median of {calls} calls, each after one response + result appended")
+    print(f"steady = median of {calls} calls, each after one result + one response appended")
     print(
         f"team = median of {calls} steady calls with a team configured (its figures cached), "
         "interleaved with those"
+    )
+    print(
+        f"late = median of {LATE_CALLS} calls whose result + response the host writes "
+        f"{LATE_S * 1000:.0f} ms after the hook started (a model that answers at once)"
     )
     print()
     header = (
@@ -877,6 +944,13 @@ def report(rows, plain, isolated, calls):
                 f"<= {limit:g} s, <= {MEMORY_LIMIT_MB} MB",
                 row["cold"] <= limit and row["cold_rss"] <= MEMORY_LIMIT_MB,
             ),
+            (
+                "late",
+                row["late"],
+                row["steady_rss"],
+                f"<= write + {LATE_MARGIN_S * 1000:.0f} ms",
+                row["late"] <= LATE_S + LATE_MARGIN_S,
+            ),
         ]
         for what, seconds, rss, target, ok in checks:
             failures += not ok
@@ -891,7 +965,9 @@ def report(rows, plain, isolated, calls):
         print(
             f"{row['host']} {row['size']} MB: {row['bytes'] / MB:.0f} MB in {row['files']} files, "
             f"ledger total ${row['spend']:,.2f}; a team configured: steady "
-            f"x{row['team_ratio']:.2f} (median of each call's ratio to the one before it)"
+            f"x{row['team_ratio']:.2f} (median of each call's ratio to the one before it); "
+            f"a late call took {row['late'] * 1000:.1f} ms "
+            f"(the host wrote at {LATE_S * 1000:.0f} ms)"
         )
     print()
     print("all targets met" if not failures else f"FAIL: {failures} row(s) missed a target")
@@ -903,6 +979,7 @@ def main():
     parser.add_argument("--calls", type=int, default=30, help="steady-state calls (>= 20)")
     parser.add_argument("--hosts", default="claude,codex")
     parser.add_argument("--quick", action="store_true", help="100 MB only, 20 calls")
+    parser.add_argument("--guard", default=GUARD, help="the guard.py to measure (this tree's)")
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",") if size]
     calls = max(20, args.calls)
@@ -917,11 +994,11 @@ def main():
     bare_plain, rss_plain = bare([], runs)
     bare_isolated, rss_isolated = bare(["-I", "-S"], runs)
     url = team_servers()
-    rows = [bench_session(host, size, calls, url) for host, size in infos]
+    rows = [bench_session(host, size, calls, url, args.guard) for host, size in infos]
     # Measure the floor again after the guard runs, and keep the lower: the stricter ratio.
     bare_plain = min(bare_plain, bare([], runs)[0])
     bare_isolated = min(bare_isolated, bare(["-I", "-S"], runs)[0])
-    report(rows, (bare_plain, rss_plain), (bare_isolated, rss_isolated), calls)
+    report(rows, (bare_plain, rss_plain), (bare_isolated, rss_isolated), calls, args.guard)
     return 0
 
 

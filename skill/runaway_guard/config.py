@@ -29,14 +29,14 @@ _COUNTS = ("max_failures", "max_repeats")
 _USER_ONLY = ("team_refresh_s",)  # numbers a project file may not set at all
 # Team budgets (team.py): who and where, from the user's file or the environment only.
 TEAM_TEXTS = ("team", "user", "pushgateway_url", "prometheus_url")
-_KNOWN_FILE_KEYS = (*DEFAULTS, *TEAM_TEXTS, "team_fail_closed", "state_dir", "off")
+_KNOWN_FILE_KEYS = (*DEFAULTS, *TEAM_TEXTS, "team_fail_closed", "state_dir", "off", "interrupt")
 _LABEL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
 
 class Config:
     """The effective limits, where they came from, and what was wrong with the inputs."""
 
-    def __init__(self, values, state_dir, off, problems, sources, user_path):
+    def __init__(self, values, state_dir, off, problems, sources, user_path, interrupt=True):
         self.max_usd = values["max_usd"]
         self.warn_at = values["warn_at"]
         self.daily_usd = values["daily_usd"]
@@ -54,6 +54,9 @@ class Config:
         self.problems = problems
         self.sources = sources
         self.user_path = user_path
+        # Whether a stop may also interrupt the host's run out of band (Codex: Ctrl-C to
+        # `codex exec`, Esc to its TUI in tmux); off, a stop is only the refusal.
+        self.interrupt = interrupt
 
 
 def user_config_path(environ=os.environ):
@@ -189,11 +192,14 @@ def load(cwd=None, environ=os.environ):
                     "a project file can only tighten"
                 )
 
+    interrupt = _interrupt(user, user_path, environ, project_path, project, problems)
     state_dir = environ.get(PREFIX + "STATE_DIR") or user.get("state_dir")
     if not isinstance(state_dir, str) or not state_dir:
         state_dir = default_state_dir(environ)
     off = environ.get(PREFIX + "OFF", "") == "1" or user.get("off") is True
-    settings = Config(values, os.path.expanduser(state_dir), off, problems, sources, user_path)
+    settings = Config(
+        values, os.path.expanduser(state_dir), off, problems, sources, user_path, interrupt
+    )
     if environ.get(PREFIX + "TEAM") or user.get("team"):
         _team(settings, user, project, environ, problems, user_path)
     return settings
@@ -247,3 +253,30 @@ def login_name(environ=os.environ):
         except (ImportError, KeyError, AttributeError):
             name = "unknown"
     return "".join(c if c in _LABEL else "_" for c in name[:64]) or "unknown"
+
+
+def _interrupt(user, user_path, environ, project_path, project, problems):
+    """On unless the person turned it off (`interrupt: false`, RUNAWAY_GUARD_INTERRUPT=0); a
+    project may turn it back on, never off."""
+    interrupt = True
+    if "interrupt" in user:
+        if isinstance(user["interrupt"], bool):
+            interrupt = user["interrupt"]
+        else:
+            problems.append(f"{user_path}: interrupt={user['interrupt']!r} is not true or false")
+    raw = environ.get(PREFIX + "INTERRUPT")
+    if raw in ("0", "1"):
+        interrupt = raw == "1"
+    elif raw:
+        problems.append(f"{PREFIX}INTERRUPT={raw!r} is not 0 or 1; ignored")
+    wanted = project.get("interrupt")
+    if wanted is True:
+        interrupt = True
+    elif wanted is False and interrupt:
+        problems.append(
+            f"{project_path}: interrupt=false would loosen the guard; a project file can only "
+            "tighten"
+        )
+    elif "interrupt" in project and not isinstance(wanted, bool):
+        problems.append(f"{project_path}: interrupt={wanted!r} is not true or false; ignored")
+    return interrupt

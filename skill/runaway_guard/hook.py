@@ -12,10 +12,21 @@ from .calls import END, MODEL, PROMPT, RESULT, TOOL, fingerprint
 from .decisions import ASK, DENY, STOP, TELL, TWICE, fit
 
 MAX_INPUT = 16 << 20
+# How long a call may wait for its host to write it: 0.15 s (Claude Code flushes every 100 ms)
+# until the session has once shown a call of its own on disk, 0.5 s after; and after how many
+# waits in a row that found nothing a session stops waiting (1 until then, 3 after).
+CATCH_UP_S = {False: 0.15, True: 0.5}
+CATCH_UP_MISSES = {False: 1, True: 3}
+CATCH_UP_STEP_S = 0.01
+
+INTERRUPT_EVERY_S = 10  # at most one out-of-band end of a session's run in this time
+
+_after = []  # what finish() does once the answer is out: the host's end_run
 
 
 def run(data, environ):
     """The answer line for one hook payload (bytes), or ''. May raise: the caller fails open."""
+    del _after[:]
     if len(data) > MAX_INPUT:
         raise ValueError(f"hook input of {len(data)} bytes is too large to be a tool call")
     payload = jsonio.loads(data)
@@ -28,11 +39,36 @@ def run(data, environ):
     settings = config.load(call.cwd, environ)
     if settings.off:
         return host.render(None)
+    end_run = getattr(host, "end_run", None) if settings.interrupt else None
     with ledger.Ledger(settings.state_dir, call.host, call.session_id) as book:
         decision = _decide(book, call, settings, host)
-    if decision and decision["kind"] == STOP and hasattr(host, "end_run"):
-        host.end_run(call)  # once the state is saved: ending the run may end this process too
-    return host.render(decision)
+        answer = host.render(decision)
+        if end_run and decision and decision["kind"] == STOP and _first_stop(book.state):
+            _after.append((end_run, call, environ, settings.state_dir))
+    return answer
+
+
+def finish():
+    """Once the answer is printed and the state saved: end the run out of band where this
+    call's decision was to end it and the host's answers cannot (the host's end_run; the host
+    may end this process too). Fails open like the rest."""
+    while _after:
+        end_run, call, environ, state_dir = _after.pop()
+        try:
+            end_run(call, environ, lambda text, into=state_dir: log.append(into, "stop", text))
+        except Exception as error:
+            log.append(state_dir, "fail-open", f"end_run: {type(error).__name__}: {error}")
+
+
+def _first_stop(state):
+    """Whether no end_run went out in the last few seconds: parallel calls stopped at once (or
+    one call seen by two installs) end the run once (a second Esc in Codex's TUI would open its
+    message editor)."""
+    now = time.time()
+    if 0 <= now - state.get("interrupted", 0) < INTERRUPT_EVERY_S:
+        return False
+    state["interrupted"] = now
+    return True
 
 
 def neutral(data, environ):
@@ -62,7 +98,11 @@ def _decide(book, call, settings, host):
             log.append(settings.state_dir, "config", problem)
     _new_prompt(state, call)
     known_id = call.tool_use_id
+    if call.event == TOOL and known_id:
+        book.watch = b'"' + known_id.encode("utf-8", "replace") + b'"'
     has_transcript = host.sync(book, call)
+    if book.watch and has_transcript and getattr(host, "WRITES_CALLS", False):
+        _catch_up(book, call, host)
     # A host whose payload has no call id (Copilot) learns it from its session files.
     if call.tool_use_id != known_id and call.tool_use_id in state["answers"]:
         return _again(state, call, settings, host)
@@ -109,6 +149,35 @@ def _decide(book, call, settings, host):
         while len(answers) > 64:
             del answers[next(iter(answers))]
     return decision
+
+
+def _catch_up(book, call, host):
+    """Judge a call only once the host's files show what came before it.
+
+    A host writes its session files a little late (Claude Code every 100 ms): a model that
+    answers faster than that makes its next call before the previous outcome and response are
+    on disk, and the wires would judge it blind. A host that writes each call before it runs
+    the hook (WRITES_CALLS) writes in order: once this very call is on disk, everything before
+    it is too. So when an outcome this agent's judgement needs is still missing and this call
+    is not written yet, wait for it, briefly. A slower model's calls find everything written
+    and never wait; a session that keeps finding nothing stops waiting (after one short wait
+    if none of its calls was ever found on disk).
+    """
+    state = book.state
+    if book.watched:
+        state["writes"] = True
+        return
+    known = bool(state.get("writes"))
+    misses = state.get("late", 0)
+    if misses >= CATCH_UP_MISSES[known] or not book.agent(call.agent)["pending"]:
+        return
+    deadline = time.monotonic() + CATCH_UP_S[known]
+    while not book.watched and time.monotonic() < deadline:
+        time.sleep(CATCH_UP_STEP_S)
+        host.sync(book, call)
+    if book.watched:
+        state["writes"] = True
+    state["late"] = 0 if book.watched else misses + 1
 
 
 def _blocked(decision, call):

@@ -149,6 +149,10 @@ class Ledger:
         self.known = None  # the whole ledger, loaded only for a re-read
         self._appended = []
         self._pending_owner = {}
+        # The quoted id of the call being judged, and whether a line read so far holds it
+        # (the host has written the call itself: see hook._catch_up).
+        self.watch = None
+        self.watched = False
 
     def __enter__(self):
         private_dir(self.state_dir)

@@ -12,7 +12,8 @@ where Claude Code refuses ``--dangerously-skip-permissions``, so the tools are a
 would need a prompt). ``prepare_home`` merges into an existing settings file, so the project's
 installer may run before or after it.
 
-Stdlib only; the CLI comes from tests/e2e/hosts_install.sh (or ``$CLAUDE_BIN``).
+Stdlib only; the CLI comes from tests/e2e/hosts_install.sh (or ``$CLAUDE_BIN``): the pinned
+version, or the one ``$RUNAWAY_GUARD_CLAUDE_VERSION`` names.
 """
 
 from __future__ import annotations
@@ -24,8 +25,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pins
+
 HERE = Path(__file__).resolve().parent
-CLAUDE_VERSION = "2.1.328"
+PACKAGE = "@anthropic-ai/claude-code"
+VERSION_VARIABLE = "RUNAWAY_GUARD_CLAUDE_VERSION"
+CLAUDE_VERSION = pins.wanted(VERSION_VARIABLE)
 
 DEFAULT_ALLOW = [
     "Bash",
@@ -66,6 +71,12 @@ def claude_bin() -> str:
     if env:
         return env
     return str(HERE / ".hosts" / "node_modules" / ".bin" / "claude")
+
+
+def claude_pin() -> tuple:
+    """(npm package, version variable) for harness.require_cli; nothing to check when
+    ``$CLAUDE_BIN`` names another binary."""
+    return (None, None) if os.environ.get("CLAUDE_BIN") else (PACKAGE, VERSION_VARIABLE)
 
 
 def claude_available() -> bool:

@@ -1,4 +1,5 @@
-"""Run the real Codex CLI (pinned 0.169.0) offline against the scripted model server.
+"""Run the real Codex CLI offline against the scripted model server: the pinned version, or
+the one ``$RUNAWAY_GUARD_CODEX_VERSION`` names.
 
 Typical use in a test::
 
@@ -25,20 +26,26 @@ Standard library only; Python 3.9 syntax.
 """
 
 import contextlib
+import itertools
 import json
 import os
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pins
 
 __all__ = [
     "CODEX_VERSION",
     "AgentRouter",
     "CodexHome",
     "CodexRun",
+    "CodexTui",
     "agent_name",
     "codex_bin",
+    "codex_pin",
     "read_jsonl",
     "recorder_hooks",
     "rollout_files",
@@ -46,7 +53,9 @@ __all__ = [
     "turn_metadata",
 ]
 
-CODEX_VERSION = "0.169.0"
+PACKAGE = "@openai/codex"
+VERSION_VARIABLE = "RUNAWAY_GUARD_CODEX_VERSION"
+CODEX_VERSION = pins.wanted(VERSION_VARIABLE)
 
 _HERE = Path(__file__).resolve().parent
 _DEFAULT_BIN = _HERE / ".hosts" / "node_modules" / ".bin" / "codex"
@@ -60,6 +69,14 @@ def codex_bin():
     if _DEFAULT_BIN.exists():
         return str(_DEFAULT_BIN)
     return None
+
+
+def codex_pin():
+    """(npm package, version variable) for harness.require_cli; nothing to check when
+    ``$RUNAWAY_GUARD_CODEX_BIN`` names another binary."""
+    if os.environ.get("RUNAWAY_GUARD_CODEX_BIN"):
+        return (None, None)
+    return (PACKAGE, VERSION_VARIABLE)
 
 
 def _toml_str(value):
@@ -408,3 +425,92 @@ def run_codex(
         project,
         hook_log=hook_log,
     )
+
+
+# What the TUI asks a new user once (a screen-reader check, a newer model on offer), answered
+# in config.toml as Codex records the answers itself, so a run starts at the prompt box.
+TUI_ANSWERED = """
+[tui]
+screen_reader_detection_done = true
+
+[notice.model_migrations]
+"gpt-5.5" = "gpt-6-sol"
+"""
+
+_tmux_servers = itertools.count(1)
+
+
+class CodexTui:
+    """The interactive Codex TUI in a pane of a private tmux server, as a person runs it.
+
+    ``with CodexTui(home, project, prompt, env=...) as tui``: ``tui.screen()`` is what the pane
+    shows, ``tui.wait_for(text)`` waits until it shows ``text``, ``tui.type(text)`` types a
+    prompt and Enter, ``tui.alive`` tells whether codex still runs. ``in_tmux=False`` starts
+    codex without ``TMUX``/``TMUX_PANE`` in its environment: as if its terminal were not tmux.
+    The tmux server (and codex with it) is killed on exit. Needs ``tmux`` on PATH.
+    """
+
+    def __init__(self, home, project, prompt, env=None, in_tmux=True, binary=None):
+        self.home = home
+        self.project = Path(project)
+        self.project.mkdir(parents=True, exist_ok=True)
+        self.server = f"rg-codex-{os.getpid()}-{next(_tmux_servers)}"
+        binary = binary or codex_bin()
+        if not binary:
+            raise FileNotFoundError("Codex CLI not installed: run tests/e2e/hosts_install.sh")
+        user_home = self.project.parent / (self.project.name + "-user-home")
+        user_home.mkdir(parents=True, exist_ok=True)
+        run_env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TMUX"))}
+        run_env.pop("CODEX_API_KEY", None)
+        run_env.update({"CODEX_HOME": str(home.path), "HOME": str(user_home), "NO_COLOR": "1"})
+        run_env.setdefault("RUST_LOG", "error")
+        run_env.update(env or {})
+        self.env = run_env
+        argv = [binary, "--dangerously-bypass-hook-trust", "-s", "danger-full-access", prompt]
+        command = " ".join(shlex.quote(arg) for arg in argv)
+        if not in_tmux:
+            command = "env -u TMUX -u TMUX_PANE " + command
+        self._tmux("new-session", "-d", "-s", "codex", "-x", "160", "-y", "45", command)
+
+    def _tmux(self, *args):
+        return subprocess.run(
+            ["tmux", "-L", self.server, *args],
+            cwd=str(self.project),
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
+
+    def screen(self):
+        return self._tmux("capture-pane", "-p", "-t", "codex").stdout
+
+    def wait_for(self, text, timeout=60):
+        """Wait until the pane shows text; AssertionError with the screen if it never does."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.screen():
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"the TUI never showed {text!r}:\n{self.screen()}")
+
+    def type(self, text):
+        self._tmux("send-keys", "-t", "codex", "-l", text)
+        time.sleep(0.3)
+        self._tmux("send-keys", "-t", "codex", "Enter")
+
+    @property
+    def alive(self):
+        shown = self._tmux("display-message", "-p", "-t", "codex", "#{pane_dead}")
+        return shown.returncode == 0 and shown.stdout.strip() == "0"
+
+    def close(self):
+        self._tmux("kill-server")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

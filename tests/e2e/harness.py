@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import pins
 import pytest
 
 HERE = Path(__file__).resolve().parent
@@ -43,10 +44,18 @@ _DROP = (
 )
 
 
-def require_cli(path, name: str) -> str:
-    """The CLI's path, or a test FAILURE (never a skip) that says how to install it."""
+def require_cli(path, name: str, package=None, variable=None) -> str:
+    """The CLI's path, or a test FAILURE (never a skip) that says how to install it.
+
+    With ``package`` (npm) and ``variable`` (``RUNAWAY_GUARD_<HOST>_VERSION``), the installed
+    version must also be the one asked for, so a run never reports on another version than
+    the one named.
+    """
     if not path or not Path(path).exists():
         pytest.fail(f"{name} CLI not found at {path}: {INSTALL_HINT}", pytrace=False)
+    wrong = package and variable and pins.mismatch(package, variable)
+    if wrong:
+        pytest.fail(f"{wrong}: {INSTALL_HINT}", pytrace=False)
     return str(path)
 
 

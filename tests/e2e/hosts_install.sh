@@ -6,12 +6,18 @@
 #
 # The versions are pinned here rather than in a package.json so that the install prefix stays
 # a throwaway folder: `npm install --prefix tests/e2e/.hosts <pkg>@<version>` writes its own
-# package.json/package-lock.json inside .hosts/. Bump both pins together with the fixtures
-# recorded under tests/fixtures/ (they were recorded with these exact versions).
+# package.json/package-lock.json inside .hosts/. The fixtures under tests/fixtures/ name the
+# version they were recorded with; those of older versions stay as parsing tests.
+#
+# Trying another release is one command: RUNAWAY_GUARD_CLAUDE_VERSION and
+# RUNAWAY_GUARD_CODEX_VERSION replace the pins (a version, or an npm tag such as "latest"):
+#   RUNAWAY_GUARD_CODEX_VERSION=latest bash tests/run tests/e2e/test_codex.py
+# The next run without them puts the pins back. The e2e tests read the same variables and fail
+# when the installed CLI is not the version asked for (tests/e2e/harness.py, require_cli).
 set -euo pipefail
 
-CLAUDE_VERSION="2.1.328"
-CODEX_VERSION="0.169.0"
+CLAUDE_VERSION="${RUNAWAY_GUARD_CLAUDE_VERSION:-2.1.332}"
+CODEX_VERSION="${RUNAWAY_GUARD_CODEX_VERSION:-0.171.0}"
 # ccusage: the independent Codex cost figure test_codex.py compares with (runs with --offline).
 CCUSAGE_VERSION="20.0.24"
 # GitHub Copilot CLI: a small loader plus the native binary of this platform (an optional
@@ -31,8 +37,17 @@ installed_version() {
   [ -f "$pj" ] && node -e 'process.stdout.write(require(process.argv[1]).version)' "$pj" || true
 }
 
-if [ "$(installed_version @anthropic-ai/claude-code)" != "$CLAUDE_VERSION" ] ||
-   [ "$(installed_version @openai/codex)" != "$CODEX_VERSION" ] ||
+wanted_version() {
+  # $1: package name, $2: a version or a tag; prints the version (a tag asks the registry)
+  case "$2" in
+    [0-9]*) echo "$2" ;;
+    *) npm view "$1@$2" version 2>/dev/null | tail -n 1 ;;
+  esac
+}
+
+if [ "$(installed_version @anthropic-ai/claude-code)" != \
+     "$(wanted_version @anthropic-ai/claude-code "$CLAUDE_VERSION")" ] ||
+   [ "$(installed_version @openai/codex)" != "$(wanted_version @openai/codex "$CODEX_VERSION")" ] ||
    [ "$(installed_version ccusage)" != "$CCUSAGE_VERSION" ] ||
    [ "$(installed_version @github/copilot)" != "$COPILOT_VERSION" ] ||
    [ ! -x "$claude_bin" ] || [ ! -x "$codex_bin" ] || [ ! -x "$ccusage_bin" ] ||
@@ -49,6 +64,15 @@ if [ ! -e "$prefix/copilot-cache/pkg/linux-x64/$COPILOT_VERSION/.extraction-comp
    [ ! -e "$prefix/copilot-cache/pkg/darwin-arm64/$COPILOT_VERSION/.extraction-complete" ]; then
   COPILOT_CACHE_HOME="$prefix/copilot-cache" COPILOT_OFFLINE=true COPILOT_AUTO_UPDATE=false \
     "$copilot_bin" --version >/dev/null
+fi
+
+# tmux: test_codex.py drives the Codex TUI in a tmux pane (a Debian package, not npm).
+if ! command -v tmux >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux; } >&2
+  else
+    echo "hosts_install.sh: install tmux for the Codex TUI tests" >&2
+  fi
 fi
 
 echo "$claude_bin"

@@ -1,4 +1,4 @@
-"""The guard inside the real Claude Code CLI (pinned 2.1.328), print mode, offline.
+"""The guard inside the real Claude Code CLI (the pinned version), print mode, offline.
 
 Each test: a fresh HOME, ``installer/install.py --host claude`` as a person runs it, the guard's
 limits in the environment, ``claude -p`` against the scripted model on 127.0.0.1, and the verdict
@@ -14,8 +14,8 @@ import re
 from pathlib import Path
 
 import pytest
-from claude_host import claude_bin, prepare_home, run_claude
-from harness import Person, lines, require_cli, slow_all
+from claude_host import claude_bin, claude_pin, prepare_home, run_claude
+from harness import LATENCY, Person, lines, require_cli, slow_all
 from scripted_model import (
     ScriptedModel,
     bash,
@@ -43,7 +43,7 @@ class Claude:
     """A person's HOME with the guard installed (user scope unless told otherwise)."""
 
     def __init__(self, tmp_path: Path, scopes=("user",), **limits):
-        require_cli(claude_bin(), "Claude Code")
+        require_cli(claude_bin(), "Claude Code", *claude_pin())
         self.person = Person(tmp_path, **limits)
         prepare_home(self.person.home)  # the tools allowed (no prompts in print mode)
         self.install_output = ""
@@ -265,7 +265,8 @@ def test_subagent_spend_counts_toward_the_cap(tmp_path):
     assert status["spend_usd"] == pytest.approx(0.058002 + STEP_USD, abs=1e-9)
 
 
-def test_benign_repetition_finishes_without_refusal(tmp_path):
+@pytest.mark.parametrize("delay", [LATENCY, 0], ids=["paced", "instant"])
+def test_benign_repetition_finishes_without_refusal(tmp_path, delay):
     claude = Claude(tmp_path, max_failures=3, max_repeats=3)
     project = claude.person.project
     (project / "check.py").write_text("import sys\nv = 0\nsys.exit(0 if v >= 4 else 1)\n")
@@ -276,7 +277,7 @@ def test_benign_repetition_finishes_without_refusal(tmp_path):
         steps.append(bash("python3 check.py; echo v >> runs.txt", "Re-run the check"))
         steps.append(bash("python3 check.py", "Re-run the check strictly"))
     steps.append(text("Passing now."))
-    with ScriptedModel({"anthropic": slow_all(steps)}) as model:
+    with ScriptedModel({"anthropic": slow_all(steps, delay) if delay else steps}) as model:
         run = claude.run(model)
     assert run.result["terminal_reason"] == "completed", run.result
     assert run.result["permission_denials"] == []
@@ -285,6 +286,34 @@ def test_benign_repetition_finishes_without_refusal(tmp_path):
     assert lines(project / "runs.txt") == ["v"] * 4
     status = claude.status(run.session_id)
     assert status["blocked"] is None
+
+
+@pytest.mark.parametrize("wire", ["loop", "failure"])
+def test_an_instant_model_is_stopped_on_time(tmp_path, wire):
+    """A model that answers at once calls again before Claude Code has flushed the previous
+    result (every 100 ms): the guard waits for it, so the default limit of 5 holds."""
+    claude = Claude(tmp_path)
+    if wire == "loop":
+        steps = [bash("echo x >> ran.txt; echo same", "Again", usage=usage(50, 10))] * 12
+    else:
+        steps = [fail_step(n) for n in range(1, 13)]
+    with ScriptedModel({"anthropic": [*steps, text("Ok.")]}) as model:
+        run = claude.run(model)
+    assert len(claude.marker()) == 5, (claude.marker(), run)
+    assert run.result["terminal_reason"] == "hook_stopped", run.result
+    assert claude.status(run.session_id)["blocked"]["wire"] == wire
+
+
+def test_an_instant_models_spend_is_seen_on_time(tmp_path):
+    """$0.585 responses against a $1 cap: the second response crosses it, and its call is the
+    one refused, however fast the model answers (before, one or two more ran)."""
+    claude = Claude(tmp_path, max_usd=1)
+    steps = [bash(f"echo {n} >> ran.txt", "Step", usage=usage(0, 39000)) for n in range(1, 8)]
+    with ScriptedModel({"anthropic": [*steps, text("Ok.")]}) as model:
+        run = claude.run(model)
+    assert claude.marker() == ["1"], run
+    assert run.result["total_cost_usd"] == pytest.approx(1.17, abs=1e-9)
+    assert claude.status(run.session_id)["blocked"]["wire"] == "session"
 
 
 def test_spend_parity_with_total_cost_usd(tmp_path):

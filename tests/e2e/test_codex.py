@@ -1,4 +1,4 @@
-"""The guard inside the real Codex CLI (pinned 0.169.0), ``codex exec``, offline.
+"""The guard inside the real Codex CLI (the pinned version), ``codex exec``, offline.
 
 Each test: a fresh HOME and CODEX_HOME, ``installer/install.py --host codex`` as a person runs
 it (it writes ``$CODEX_HOME/hooks.json``), the guard's limits in the environment, ``codex exec
@@ -6,9 +6,11 @@ it (it writes ``$CODEX_HOME/hooks.json``), the guard's limits in the environment
 the scripted Responses API on 127.0.0.1, and the verdict from the ``--json`` events, the rollouts
 and the installed ``status.py --json``.
 
-Codex cannot end a turn from a hook: every rung of the ladder is a deny, so the scripted model
-stops by itself once it has seen enough refusals (``Command blocked by PreToolUse hook: …`` in
-its input).
+No hook answer ends a Codex turn: every rung of the ladder is a deny, and at the last rung (a
+stop) the guard also interrupts ``codex exec`` the way Ctrl-C does; the TUI under tmux gets Esc
+(the tests at the end). A scripted model that ignores refusals (``IGNORES``) shows the stop; the
+others stop by themselves once they have seen enough refusals (``Command blocked by PreToolUse
+hook: …`` in their input).
 """
 
 from __future__ import annotations
@@ -19,8 +21,18 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from codex_host import AgentRouter, CodexHome, agent_name, codex_bin, read_jsonl, run_codex
-from harness import CHECK_PY, HERE, Person, benign_commands, lines, require_cli, slow
+from codex_host import (
+    TUI_ANSWERED,
+    AgentRouter,
+    CodexHome,
+    CodexTui,
+    agent_name,
+    codex_bin,
+    codex_pin,
+    read_jsonl,
+    run_codex,
+)
+from harness import CHECK_PY, HERE, LATENCY, Person, benign_commands, lines, require_cli, slow
 from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.e2e
@@ -30,6 +42,10 @@ BLOCKED = "Command blocked by PreToolUse hook"
 # 1400 input + 100 output tokens on gpt-5.5 = $0.007 + $0.003 = $0.010000
 STEP_USAGE = {"input_tokens": 1400, "output_tokens": 100}
 STEP_USD = 0.01
+# 90000 input + 1000 output tokens on gpt-5.5 = $0.45 + $0.03 = $0.48 a response
+DEAR = {"input_tokens": 90000, "output_tokens": 1000}
+DEAR_USD = 0.48
+IGNORES = 999  # a model that goes on whatever it is told
 SMALL = {"input_tokens": 100, "output_tokens": 10}
 CCUSAGE = HERE / ".hosts" / "node_modules" / ".bin" / "ccusage"
 
@@ -66,7 +82,7 @@ class Codex:
     """A person's HOME and CODEX_HOME with the guard installed (user scope unless told)."""
 
     def __init__(self, tmp_path: Path, model_url: str, scopes=("user",), features=None, **limits):
-        require_cli(codex_bin(), "Codex")
+        require_cli(codex_bin(), "Codex", *codex_pin())
         self.person = Person(tmp_path, **limits)
         self.home = CodexHome(self.person.root / "codex-home", model_url, MODEL, features=features)
         self.install_output = ""
@@ -93,8 +109,17 @@ class Codex:
         return lines(self.person.project / name)
 
 
-def serve(router, count: int = 40) -> dict:
-    return {"openai": [slow(router)] * count}
+def serve(router, count: int = 40, delay=LATENCY) -> dict:
+    return {"openai": [slow(router, delay) if delay else router] * count}
+
+
+def interrupted(run) -> int:
+    """How many of the run's threads had their turn interrupted (Ctrl-C in exec), as their
+    rollouts say."""
+    return sum(
+        any((r.get("payload") or {}).get("type") == "turn_aborted" for r in read_jsonl(path))
+        for path in run.rollouts
+    )
 
 
 def blocked_outputs(run) -> list:
@@ -120,19 +145,37 @@ def codex_cost(usages) -> float:
 # ---------------------------------------------------------------------------------------------
 
 
-def test_failure_wire_stops_at_the_threshold(tmp_path):
-    router = Script([sh(f"echo {n} >> ran.txt; exit {n % 3 + 1}") for n in range(1, 9)])
+def test_failure_run_ends_the_run_by_the_8th_call(tmp_path):
+    router = Script([sh(f"echo {n} >> ran.txt; exit {n % 3 + 1}") for n in range(1, 13)], IGNORES)
     with ScriptedModel(serve(router)) as model:
-        codex = Codex(tmp_path, model.url, max_failures=3)
+        codex = Codex(tmp_path, model.url)  # the default: 5 failures in a row
         run = codex.run()
-    assert codex.marker() == ["1", "2", "3"], run.stdout[-3000:]
+        calls = len(model.api_requests("openai"))
+    assert codex.marker() == ["1", "2", "3", "4", "5"], run.stdout[-3000:]
     refused = blocked_outputs(run)
-    assert len(refused) == 3, refused  # refuse, "ask" (a deny on Codex), end (a deny)
-    assert "3 tool calls in a row have failed" in refused[0]
+    # the 6th call refused, the 7th refused again (an "ask" is a deny on Codex), the 8th
+    # interrupted: the turn ends as with Ctrl-C and codex exec exits 1
+    assert len(refused) == 2 and "5 tool calls in a row have failed" in refused[0], refused
+    assert calls == 8
+    assert run.returncode == 1 and interrupted(run), run.stderr[-2000:]
+    assert "interrupting codex exec" in codex.person.hook_log()
     status = codex.status(run.thread_id)
     assert status["host"] == "codex"
     assert status["blocked"]["wire"] == "failure"
-    assert status["failures_in_a_row"] == 3
+    assert status["failures_in_a_row"] == 5
+
+
+def test_with_the_interrupt_off_a_stop_is_a_refusal(tmp_path):
+    router = Script([sh(f"echo {n} >> ran.txt; exit {n % 3 + 1}") for n in range(1, 9)])
+    with ScriptedModel(serve(router)) as model:
+        codex = Codex(tmp_path, model.url, max_failures=3, interrupt=0)
+        run = codex.run()
+    assert codex.marker() == ["1", "2", "3"], run.stdout[-3000:]
+    refused = blocked_outputs(run)
+    assert len(refused) == 3, refused  # refuse, "ask" (a deny on Codex), stop (a deny)
+    assert "3 tool calls in a row have failed" in refused[0]
+    assert run.returncode == 0 and not interrupted(run)  # the model gave up by itself
+    assert codex.status(run.thread_id)["blocked"]["wire"] == "failure"
 
 
 def test_loop_wire_stops_the_same_call_with_the_same_output(tmp_path):
@@ -147,32 +190,25 @@ def test_loop_wire_stops_the_same_call_with_the_same_output(tmp_path):
     assert codex.status(run.thread_id)["blocked"]["wire"] == "loop"
 
 
-def test_spend_cap_warns_then_refuses_every_call(tmp_path):
-    cap = 0.05
-    steps = [sh(f"echo {n} >> ran.txt", STEP_USAGE) for n in range(1, 12)]
-    router = Script(steps, stop_after=2)
-    with ScriptedModel(serve(router)) as model:
+def test_spend_cap_ends_the_run_of_a_model_that_ignores_refusals(tmp_path):
+    cap = 2
+    steps = [sh(f"echo {n} >> ran.txt", DEAR) for n in range(1, 26)]
+    with ScriptedModel(serve(Script(steps, IGNORES))) as model:
         codex = Codex(tmp_path, model.url, max_usd=cap)
         run = codex.run()
         requests = model.api_requests("openai")
-    ran = codex.marker()
-    refused = blocked_outputs(run)
-    # Codex writes a response's usage to the rollout before it runs the response's calls, so
-    # call k sees k responses: the warning at $0.04 (call 4), the cap at $0.05 (call 5). Four
-    # commands ran, then every call was refused.
-    assert ran == [str(n) for n in range(1, 5)], (ran, refused)
-    assert len(refused) == 2 and all("spend cap is reached" in r for r in refused), refused
+    # Codex writes a response's usage before it runs the response's calls, so call k sees k
+    # responses: the warning at $1.92 (call 4), the cap at $2.40 (call 5), whose call is
+    # refused and the turn interrupted. Four commands ran.
+    assert codex.marker() == ["1", "2", "3", "4"]
+    assert run.returncode == 1 and interrupted(run), run.stderr[-2000:]
     warned = [r for r in requests if "cap is spent" in json.dumps(r["body"].get("input"))]
-    assert warned, "the model never saw the spend warning (additionalContext)"
-    first_warned = requests.index(warned[0])
-    first_refused = next(i for i, r in enumerate(requests) if refusals_seen(r["body"]))
-    assert first_warned < first_refused
+    assert len(warned) == 1 and requests.index(warned[0]) == 4, "no spend warning (call 4)"
     status = codex.status(run.thread_id)
     assert status["blocked"]["wire"] == "session"
-    # every response served, the final one (after the last tool call) included
     served = [request["step"]["usage"] for request in requests]
     assert status["spend_usd"] == pytest.approx(codex_cost(served), abs=1e-9)
-    assert status["spend_usd"] > cap + STEP_USD
+    assert status["spend_usd"] <= cap + 2 * DEAR_USD  # within two responses of the cap
 
 
 def spawn(task: str, message: str) -> dict:
@@ -229,16 +265,18 @@ def test_subagent_spend_reaches_the_cap(tmp_path):
     ran = codex.marker("sub.txt")
     status = codex.status(run.thread_id)
     assert status["blocked"]["wire"] == "session", status["blocked"]
-    assert any("spend cap is reached" in r for r in blocked_outputs(run))
+    # the worker's call at the cap ended the whole run: both threads' turns interrupted
+    assert run.returncode == 1 and interrupted(run) == len(run.rollouts) == 2
     # the root's two small responses + the worker's: the cap came from the worker's spend
     assert 3 <= len(ran) <= 5, ran
     sub_agents = [a for a in status["by_agent"] if a != "main"]
     assert status["by_agent"][sub_agents[0]] >= len(ran) * STEP_USD - 1e-9
 
 
-def test_benign_repetition_finishes_without_refusal(tmp_path):
+@pytest.mark.parametrize("delay", [LATENCY, 0], ids=["paced", "instant"])
+def test_benign_repetition_finishes_without_refusal(tmp_path, delay):
     router = Script([sh(command) for command in benign_commands()], stop_after=1)
-    with ScriptedModel(serve(router)) as model:
+    with ScriptedModel(serve(router, delay=delay)) as model:
         codex = Codex(tmp_path, model.url, max_failures=3, max_repeats=3)
         (codex.person.project / "check.py").write_text(CHECK_PY)
         run = codex.run()
@@ -246,6 +284,20 @@ def test_benign_repetition_finishes_without_refusal(tmp_path):
     assert (codex.person.project / "c").read_text().strip() == "6"
     assert codex.marker("runs.txt") == ["v"] * 3
     assert codex.status(run.thread_id)["blocked"] is None
+
+
+@pytest.mark.parametrize("wire", ["loop", "failure"])
+def test_an_instant_model_is_stopped_on_time(tmp_path, wire):
+    if wire == "loop":
+        steps = [sh("echo x >> ran.txt; echo same") for _ in range(12)]
+    else:
+        steps = [sh(f"echo {n} >> ran.txt; exit 1") for n in range(1, 13)]
+    with ScriptedModel(serve(Script(steps, stop_after=1), delay=0)) as model:
+        codex = Codex(tmp_path, model.url)  # the defaults: 5 failures, 5 repeats
+        run = codex.run()
+    assert len(codex.marker()) == 5, (codex.marker(), run.stdout[-3000:])
+    assert len(blocked_outputs(run)) == 1
+    assert codex.status(run.thread_id)["blocked"]["wire"] == wire
 
 
 def test_spend_parity_with_the_scripted_usage_and_ccusage(tmp_path):
@@ -340,3 +392,59 @@ def test_fresh_install_runs_on_the_next_tool_call(tmp_path):
     check = codex.person.check("codex", CODEX_HOME=codex.home.path)
     assert check.returncode == 0, check.stdout + check.stderr
     assert "ok: " in check.stdout
+
+
+# -- the interactive TUI, in tmux and not -------------------------------------------------------
+
+
+class Runaway:
+    """A model that calls a tool at every request whatever it is told, until the person says
+    "Thanks" (then it answers in words); side requests that offer no shell (a title, the TUI's
+    background apply_patch-only request) get a word."""
+
+    def __init__(self, command, usage):
+        self.command = command
+        self.usage = usage
+        self.calls = 0
+
+    def __call__(self, body):
+        if "exec_command" not in json.dumps(body.get("tools")):
+            return final("Title")
+        if "Thanks" in json.dumps(body.get("input")):
+            return final("You are welcome.")
+        self.calls += 1
+        return sh(self.command.format(n=self.calls), self.usage)
+
+
+def tui(codex, in_tmux=True):
+    with open(codex.home.config_path, "a") as handle:
+        handle.write(TUI_ANSWERED)
+    env = codex.person.host_env(HOME=codex.person.home)
+    return CodexTui(codex.home, codex.person.project, "Go.", env=env, in_tmux=in_tmux)
+
+
+def test_tui_in_tmux_the_turn_ends_at_the_cap_and_the_session_goes_on(tmp_path):
+    model_script = Runaway("echo {n} >> ran.txt", DEAR)
+    with ScriptedModel(serve(model_script, count=60)) as model:
+        codex = Codex(tmp_path, model.url, max_usd=2)
+        with tui(codex) as session:
+            session.wait_for("Conversation interrupted")
+            assert codex.marker() == ["1", "2", "3", "4"]  # as in exec: call 5 is at the cap
+            session.type("Thanks")
+            session.wait_for("You are welcome.")
+            assert session.alive
+    assert model_script.calls == 5
+    assert "interrupting the Codex TUI" in codex.person.hook_log()
+    rollout = codex.home.rollouts()[0]
+    assert any((r.get("payload") or {}).get("type") == "turn_aborted" for r in read_jsonl(rollout))
+
+
+def test_tui_outside_tmux_a_stop_is_a_refusal(tmp_path):
+    model_script = Runaway("echo {n} >> ran.txt; exit 1", SMALL)
+    with ScriptedModel(serve(Script([model_script] * 6, stop_after=IGNORES), count=60)) as model:
+        codex = Codex(tmp_path, model.url, max_failures=2)
+        with tui(codex, in_tmux=False) as session:
+            session.wait_for("Stopping here.")  # the model ran out of script by itself
+            assert session.alive
+    assert codex.marker() == ["1", "2"]
+    assert "deny only: the Codex TUI" in codex.person.hook_log()

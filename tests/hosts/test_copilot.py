@@ -18,9 +18,10 @@ import pytest
 from guard_env import ROOT, GuardEnv
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from runaway_guard import hook as guard_hook
 from runaway_guard import hosts, ledger, sessions
 from runaway_guard.decisions import ASK, DENY, STOP, TELL
-from runaway_guard.hosts import copilot
+from runaway_guard.hosts import _procs, copilot
 
 FIXTURES = ROOT / "tests" / "fixtures" / "copilot"
 # gpt-4.1 in prices.json (GitHub's table agrees): $2 input, $0.50 cached input, $8 output / MTok
@@ -373,30 +374,27 @@ def test_only_a_copilot_prompt_process_is_ever_signalled(monkeypatch):
         42: (32, ["sh"]),
         32: (1, ["/usr/bin/claude", "-p", "go"]),
     }
-    monkeypatch.setattr(copilot, "_process", lambda pid: table[pid])
-    assert copilot._prompt_mode_process(40) == 30
-    assert copilot._prompt_mode_process(41) is None  # interactive: the person answers the ask
-    assert copilot._prompt_mode_process(42) is None  # not Copilot at all
-    killed = []
-    monkeypatch.setattr(copilot.os, "getppid", lambda: 40)
+    monkeypatch.setattr(_procs, "process", table.get)
+    killed, notes = [], []
     monkeypatch.setattr(copilot.os, "kill", lambda pid, sig: killed.append(pid))
-    copilot.end_run(None)
-    assert killed == [30]
+    for hook_parent in (40, 41, 42):
+        monkeypatch.setattr(_procs.os, "getppid", lambda pid=hook_parent: pid)
+        copilot.end_run(None, {}, notes.append)
+    assert killed == [30]  # not 31 (interactive: the person answers the ask), not claude
+    assert notes[0].startswith("interrupting copilot -p (pid 30)")
+    assert all(note.startswith("deny only") for note in notes[1:])
 
 
 def test_end_run_never_raises(monkeypatch):
-    def broken(pid):
-        raise OSError("gone")
-
-    monkeypatch.setattr(copilot, "_process", broken)
-    copilot.end_run(None)
+    monkeypatch.setattr(_procs.os, "getppid", lambda: 4_000_000)  # no such process
+    copilot.end_run(None, {}, lambda note: None)
 
 
 def test_a_stop_is_saved_before_the_run_is_ended(tmp_path, monkeypatch):
     guard, events = one_session(tmp_path, monkeypatch)
     seen = []
 
-    def end_run(call):
+    def end_run(call, environ, note):
         seen.append(state_of(guard, "s1")["blocked"]["kind"])
 
     monkeypatch.setattr(copilot, "end_run", end_run)
@@ -405,6 +403,7 @@ def test_a_stop_is_saved_before_the_run_is_ended(tmp_path, monkeypatch):
     for n in (1, 2, 3, 4):  # a failure, then the ladder: deny, ask, stop
         after = complete(f"c{n}", exit_code=1) if n == 1 else denied(f"c{n}")
         answer = through(guard, events, f"c{n}", {"command": f"false {n}"}, after, **env)
+        guard_hook.finish()  # as guard.py does once the answer is printed
         kinds.append(answer and answer["permissionDecision"])
     assert kinds == [None, "deny", "ask", "ask"]
     assert seen == [STOP]

@@ -150,3 +150,31 @@ def test_invalid_config_file_named_in_status_and_log_and_the_guard_works_on(worl
     user.write_text('{"max_usd": 2}')
     session.call(spend=False)
     assert world.status_json(cwd=proj)["config_problems"] == []
+
+
+def test_the_interrupt_is_on_unless_the_person_turns_it_off(homes):
+    environ, user, project = homes
+    assert config.load(str(project), environ).interrupt is True
+    write(user, {"interrupt": False})
+    assert config.load(str(project), environ).interrupt is False
+    assert config.load(str(project), {**environ, "RUNAWAY_GUARD_INTERRUPT": "1"}).interrupt
+    write(user, {})
+    settings = config.load(str(project), {**environ, "RUNAWAY_GUARD_INTERRUPT": "0"})
+    assert settings.interrupt is False and settings.problems == []
+
+    # A project may turn it back on, never off.
+    write(project / ".runaway-guard.json", {"interrupt": True})
+    assert config.load(str(project), {**environ, "RUNAWAY_GUARD_INTERRUPT": "0"}).interrupt
+    write(project / ".runaway-guard.json", {"interrupt": False})
+    settings = config.load(str(project), environ)
+    assert settings.interrupt is True
+    assert any("interrupt=false would loosen" in p for p in settings.problems)
+
+    write(user, {"interrupt": "no"})
+    write(project / ".runaway-guard.json", {"interrupt": 0})
+    settings = config.load(str(project), {**environ, "RUNAWAY_GUARD_INTERRUPT": "off"})
+    assert settings.interrupt is True
+    text = "\n".join(settings.problems)
+    assert "interrupt='no' is not true or false" in text
+    assert "RUNAWAY_GUARD_INTERRUPT='off' is not 0 or 1" in text
+    assert "interrupt=0 is not true or false" in text

@@ -1,5 +1,6 @@
-"""Spend parity: on sessions recorded from the real Claude Code 2.1.328 (tests/fixtures/claude),
-the guard's total equals the `total_cost_usd` Claude Code printed, to 1e-6 USD."""
+"""Spend parity: on sessions recorded from the real Claude Code 2.1.328 and 2.1.332
+(tests/fixtures/claude), the guard's total equals the `total_cost_usd` Claude Code printed, to
+1e-6 USD."""
 
 import json
 import shutil
@@ -14,7 +15,7 @@ from runaway_guard import ledger
 from test_ledger import FakeCall, sync_once
 
 FIXTURES = ROOT / "tests" / "fixtures" / "claude"
-EXACT = ["models", "long_prompt", "failures", "placeholders", "compaction"]
+EXACT = ["models", "long_prompt", "failures", "placeholders", "compaction", "failures-2.1.332"]
 
 
 def recorded(name, tmp_path):

@@ -9,8 +9,14 @@ host"):
 - render(decision) -> one line of JSON the host honours, or "" (decision may be None);
 - sync(book, call) -> whether it has session files; reads what the host appended into the book;
 - INSTALL: plain data the installer reads (files per scope, entry shape, notes);
-- optionally end_run(call): end the host's run after a STOP, out of band (called once the
-  session's state is saved, before the answer is printed; it must never raise).
+- optionally end_run(call, environ, note): end the host's run after a STOP, out of band, where
+  its answers cannot (hook.finish calls it once the session's state is saved and the answer
+  printed, at most once per session in 10 s, unless the person switched it off with
+  RUNAWAY_GUARD_INTERRUPT=0; note(text) goes to hook.log; what finds the host's process is in
+  _procs.py);
+- optionally WRITES_CALLS = True: the host writes each call to its session files before it
+  runs the hook, so a call may wait, briefly, for the host to write what came before it
+  (hook._catch_up).
 
 This module imports no host module: a call imports only its own host's.
 """

@@ -42,7 +42,17 @@ def _days_from_civil(year, month, day):
 
 
 def read_file(book, path, entry, on_line):
-    """Read what path gained since entry's cursor; a rewritten file is re-read whole."""
+    """Read what path gained since entry's cursor; a rewritten file is re-read whole. Notes on
+    the book when a line holds the call being judged (book.watch)."""
+    watch = book.watch
+    if watch and not book.watched:
+        handle = on_line
+
+        def on_line(raw):
+            if watch in raw:
+                book.watched = True
+            handle(raw)
+
     tail.read_new(path, entry, on_line, book.load_known)
 
 

@@ -19,6 +19,9 @@ NAME = "claude"
 LABEL = "Claude Code"
 RUNGS = frozenset({TELL, DENY, ASK, STOP})
 TOOLS = {"Task": "Agent", "MultiEdit": "Edit"}
+# Each call is written to the transcript before the hook runs, a little late (a write queue
+# flushed every 100 ms; seen on 2.1.332): the guard may wait for it (hook._catch_up).
+WRITES_CALLS = True
 
 INSTALL = {
     "home": ("CLAUDE_CONFIG_DIR", ".claude"),

@@ -6,9 +6,10 @@ so the session's spend is the root file plus every file naming that root. Usage 
 cumulative `token_count` totals. The model comes from `turn_context` and is carried from one
 read to the next.
 
-Answers (seen on 0.169.0): a deny with a non-empty reason, and additionalContext alone; any
-other key, `ask` or `continue` marks the hook failed and the call runs, so every refusal here
-is a plain deny.
+Answers (seen on 0.169.0 and 0.171.0): a deny with a non-empty reason, and additionalContext
+alone; any other key, `ask` or `continue` marks the hook failed and the call runs, so every
+refusal here is a plain deny. No answer ends a turn: a stop is a deny, and then `end_run`
+ends the run from outside, the way the person would (research/codex-ending-a-turn.md).
 """
 
 import os
@@ -16,13 +17,15 @@ import time
 
 from .. import jsonio, pricing
 from ..calls import Call, fingerprint, tool_name
-from ..decisions import DENY, REFUSAL_PREFIX, TELL
+from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
 from . import hook_entry
 from ._files import first_line, local_day, number, read_all
 
 NAME = "codex"
 LABEL = "Codex"
-RUNGS = frozenset({TELL, DENY})
+RUNGS = frozenset({TELL, DENY, STOP})
+# Each call is in the rollout before the hook runs (0.169.0, 0.171.0): hook._catch_up.
+WRITES_CALLS = True
 TOOLS = {
     "shell": "Bash",
     "exec_command": "Bash",
@@ -149,6 +152,103 @@ def render(decision):
             "permissionDecisionReason": model_text or decision.get("person") or "runaway-guard",
         }
     return jsonio.dumps({"hookSpecificOutput": out})
+
+
+# -- ending the run from outside (a stop: the deny is already printed) ---------------------------
+
+# Codex's subcommands (0.171.0 `codex --help`); any other first word is the TUI's prompt. And
+# the options that take a value, so that a value is not read as the subcommand.
+# fmt: off
+_SUBCOMMANDS = frozenset((
+    "agents", "exec", "e", "review", "login", "logout", "mcp", "mcp-server", "plugin",
+    "app-server", "remote-control", "completion", "update", "doctor", "sandbox", "debug",
+    "apply", "a", "resume", "queue", "archive", "delete", "migrate-rollouts", "migrate-nfs-db",
+    "unarchive", "fork", "cloud", "exec-server", "features", "help",
+))
+_VALUED = frozenset((
+    "-c", "--config", "--enable", "--disable", "--remote", "--remote-auth-token-env", "-i",
+    "--image", "-m", "--model", "--local-provider", "-p", "--profile", "-s", "--sandbox", "-C",
+    "--cd", "--add-dir", "-a", "--ask-for-approval",
+))
+# fmt: on
+# How long the hook waits once it has interrupted: Codex ends the turn and kills the hook
+# meanwhile (well under the hook's timeout; if it does not, Codex gets the deny).
+END_WAIT_S = 5.0
+
+
+def end_run(call, environ, note):
+    """End this run's turn the way the person would, where its mode allows it; else nothing.
+
+    - `codex exec`: SIGINT to its codex process is exactly Ctrl-C: the turn is interrupted
+      cleanly and exec exits 1.
+    - the TUI inside tmux: Esc typed into its pane ends the turn; the session stays open.
+    - anything else (the TUI outside tmux, where a signal would kill it; an app server, which
+      serves other sessions too; `--remote`; an unknown subcommand): the deny alone.
+
+    Only the codex process that started this hook is ever touched: the nearest codex among this
+    process's ancestors, and on Linux only if it holds this call's rollout open.
+    """
+    from . import _procs
+
+    found = _procs.nearest(("codex", "codex.exe"))
+    if found is None:
+        note("deny only: no codex process among the hook's ancestors")
+        return
+    pid, argv = found
+    rollout = call.transcript_path
+    if rollout and os.path.isdir(f"/proc/{pid}/fd") and not _procs.holds(pid, rollout):
+        note(f"deny only: codex (pid {pid}) does not hold this session's rollout open")
+        return
+    mode = _mode(argv)
+    if mode == "exec":
+        import signal
+
+        note(f"interrupting codex exec (pid {pid}) with SIGINT, as Ctrl-C")
+        os.kill(pid, signal.SIGINT)
+    elif mode == "tui":
+        pane = environ.get("TMUX_PANE")
+        if not (pane and environ.get("TMUX")) or _pane_tty(environ, pane) != _procs.terminal(pid):
+            note(f"deny only: the Codex TUI (pid {pid}) is not in a tmux pane of its own")
+            return
+        note(f"interrupting the Codex TUI (pid {pid}) with Esc in tmux pane {pane}")
+        _tmux(environ, "send-keys", "-t", pane, "Escape")
+    else:
+        note(f"deny only: codex {mode} (pid {pid}) may serve other sessions")
+        return
+    time.sleep(END_WAIT_S)
+
+
+def _mode(argv):
+    """'exec', 'tui', 'remote', or the subcommand codex was started with."""
+    args = argv[1:]
+    if any(arg == "--remote" or arg.startswith("--remote=") for arg in args):
+        return "remote"  # hooks run in the server this client talks to, never here
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            index += 1
+            break
+        if not arg.startswith("-"):
+            break
+        index += 2 if arg in _VALUED else 1
+    first = args[index] if index < len(args) else None
+    if first in ("exec", "e"):
+        return "exec"
+    if first is None or first in ("resume", "fork") or first not in _SUBCOMMANDS:
+        return "tui"
+    return first
+
+
+def _pane_tty(environ, pane):
+    """The terminal of a tmux pane (as tmux shows it), or None."""
+    return _tmux(environ, "display-message", "-p", "-t", pane, "#{pane_tty}").strip() or None
+
+
+def _tmux(environ, *args):
+    from ._procs import output
+
+    return output(["tmux", *args], environ)
 
 
 def sync(book, call):

@@ -173,55 +173,24 @@ def render(decision):
 # ending a `copilot -p` run
 
 
-def end_run(call):
+def end_run(call, environ, note):
     """SIGINT the `copilot -p` process this hook runs under: the run ends as after Ctrl-C
     ("Operation aborted by user", no further model request; seen on 1.0.102). An interactive
     session is never signalled (it would close): its stop is the ask render() gives."""
-    try:
-        pid = _prompt_mode_process(os.getppid())
-        if pid:
-            import signal
+    from ._procs import nearest
 
-            os.kill(pid, signal.SIGINT)
-    except (OSError, ValueError):
-        pass
+    found = nearest(("copilot", "copilot.exe"))
+    if not found or not _prompt_mode(found[1]):
+        note("deny only: no `copilot -p` among the hook's ancestors (the person answers the ask)")
+        return
+    import signal
 
-
-def _prompt_mode_process(pid):
-    """The nearest ancestor that is the copilot binary, if it runs a prompt (-p); else None."""
-    for _ in range(8):
-        if pid <= 1:
-            return None
-        parent, argv = _process(pid)
-        if argv and os.path.basename(argv[0]) in ("copilot", "copilot.exe"):
-            prompt = any(a in ("-p", "--prompt") or a.startswith("--prompt=") for a in argv[1:])
-            return pid if prompt else None
-        pid = parent
-    return None
+    note(f"interrupting copilot -p (pid {found[0]}) with SIGINT, as Ctrl-C")
+    os.kill(found[0], signal.SIGINT)
 
 
-def _process(pid):
-    """(parent pid, argv) of a process: /proc on Linux, ps elsewhere."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            argv = handle.read().decode("utf-8", "replace").split("\0")
-        return int(stat[stat.rindex(b")") + 2 :].split()[1]), [a for a in argv if a]
-    except FileNotFoundError:
-        if os.path.isdir("/proc/self"):
-            raise
-    import subprocess
-
-    out = subprocess.run(
-        ["ps", "-ww", "-o", "ppid=", "-o", "args=", "-p", str(pid)],
-        capture_output=True,
-        text=True,
-        timeout=5,
-        check=False,
-    ).stdout.strip()
-    parent, _, args = out.partition(" ")
-    return int(parent), args.split()
+def _prompt_mode(argv):
+    return any(a in ("-p", "--prompt") or a.startswith("--prompt=") for a in argv[1:])
 
 
 # ---------------------------------------------------------------------------------------------
