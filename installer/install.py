@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(SOURCE_ROOT / "skill"))
 
 from runaway_guard import hosts  # noqa: E402
-from runaway_guard_installer import owned_file  # noqa: E402
+from runaway_guard_installer import owned_file, plugin_route  # noqa: E402
 from runaway_guard_installer.check import check_command, default_python, resolve_python  # noqa: E402
 from runaway_guard_installer.hook_list import (  # noqa: E402
     Merge,
@@ -109,6 +109,24 @@ def locate(host: ModuleType, scope: str, project: Path | None, env: Mapping[str,
     root = Path(os.path.abspath(project)) if project else find_project_root(Path.cwd())
     here = spec["project"]
     return Target(host, scope, root / here["settings"], root / here["skills"] / SKILL_NAME, root)
+
+
+def plugged(target: Target, env: Mapping[str, str]) -> list[str]:
+    """Where the host shows runaway-guard installed through its own command (its plugin or
+    extension): for every project (user scope), or also for this project (project scope)."""
+    spec = target.host.INSTALL
+    return plugin_route.find(spec.get("plugin"), host_home(spec, env), target.project)
+
+
+def plugin_note(target: Target, where: list[str], verb: str) -> str:
+    spec = target.host.INSTALL["plugin"]
+    label = f"{target.host.LABEL}'s {spec.get('called', 'plugin')}"
+    undo = " then ".join(f"`{c}`" for c in plugin_route.commands(spec, "uninstall", ""))
+    return (
+        f"runaway-guard is installed as {label} ({'; '.join(where)}): {verb} The "
+        f"installer's hook is the faster route (README, Speed); to switch, run {undo}, then "
+        "this installer again."
+    )
 
 
 def found_on_machine(host: ModuleType, env: Mapping[str, str]) -> bool:
@@ -253,10 +271,13 @@ def next_steps(plans: Sequence[Plan]) -> list[str]:
     return lines
 
 
-def run_install(targets: Sequence[Target], args: argparse.Namespace, out) -> int:
+def run_install(
+    targets: Sequence[Target], args: argparse.Namespace, env: Mapping[str, str], out
+) -> int:
     source = Path(args.source)
     if not args.uninstall:
         check_source(source)
+        targets = _without_plugged(targets, env, out)
     plans = [make_plan(t, source, args.python, args.uninstall) for t in targets]  # may refuse
     for plan in plans:
         print(f"== {plan.target.host.LABEL} ({plan.target.scope} scope)", file=out)
@@ -275,14 +296,31 @@ def run_install(targets: Sequence[Target], args: argparse.Namespace, out) -> int
             print(line, file=out)
     if args.dry_run:
         print("\nDry run: nothing was written.", file=out)
-    elif not args.uninstall:
+    elif not args.uninstall and plans:
         for line in next_steps(plans):
             print(line, file=out)
     else:
         for plan in plans:
             if plan.merge.action == "removed":
                 print(plan.target.host.INSTALL["after_uninstall"], file=out)
+            where = plugged(plan.target, env)
+            if where:
+                print(plugin_note(plan.target, where, "it stays."), file=out)
     return EXIT_OK
+
+
+def _without_plugged(targets: Sequence[Target], env: Mapping[str, str], out) -> list[Target]:
+    """The targets whose host does not already run the guard as its plugin; a note for others
+    (both would run the guard on every call)."""
+    kept = []
+    for target in targets:
+        where = plugged(target, env)
+        if not where:
+            kept.append(target)
+            continue
+        print(f"== {target.host.LABEL} ({target.scope} scope)", file=out)
+        print(f"note: {plugin_note(target, where, 'no second hook was added.')}", file=out)
+    return kept
 
 
 # --------------------------------------------------------------------------- check
@@ -291,6 +329,19 @@ def run_install(targets: Sequence[Target], args: argparse.Namespace, out) -> int
 def check_target(target: Target, env: Mapping[str, str], out) -> bool:
     print(f"== {target.host.LABEL} ({target.scope} scope): {target.settings}", file=out)
     entry = target.entry
+    where = plugged(target, env)
+    if where:
+        called = target.host.INSTALL["plugin"].get("called", "plugin")
+        for place in where:
+            print(f"runaway-guard runs as {target.host.LABEL}'s {called}: {place}", file=out)
+        if not _hook_present(target):
+            print(f"ok: the {called} runs the guard (the installer hook is not there).", file=out)
+            return True
+        print(
+            f"warning: the installer's hook and the {called} both run the guard on every call "
+            "(each call is counted once, at twice the cost): uninstall one of them.",
+            file=out,
+        )
     if entry["kind"] == "owned-file":
         return _check_owned(target, env, out)
     loaded = load_settings(target.settings, entry["events"])
@@ -319,6 +370,15 @@ def check_target(target: Target, env: Mapping[str, str], out) -> bool:
                 group = loaded.obj["hooks"][event][position[0]]
                 print(note(target.settings, handler, position, group, env), file=out)
     return ok
+
+
+def _hook_present(target: Target) -> bool:
+    """Whether the installer's hook is in the target's settings (or its own file exists)."""
+    entry = target.entry
+    if entry["kind"] == "owned-file":
+        return target.settings.is_file() and owned_file.is_ours(target.settings.read_bytes())
+    obj = load_settings(target.settings, entry["events"]).obj
+    return any(guard_positions(obj, event, entry["grouped"]) for event in entry["events"])
 
 
 def _check_owned(target: Target, env: Mapping[str, str], out) -> bool:
@@ -456,7 +516,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             if problem:
                 print(f"install.py: {problem}", file=sys.stderr)
                 return EXIT_REFUSED
-        return run_install(targets, args, out)
+        return run_install(targets, args, env, out)
     except Refused as exc:
         print(f"install.py: refused: {exc}", file=sys.stderr)
         return EXIT_REFUSED

@@ -25,12 +25,17 @@ def sh_quote(text: str) -> str:
 
 
 def hook_command(python: str, skill_dir: Path, entry: dict[str, Any] | None = None) -> str:
-    """The hook command; when the guard cannot run at all (its interpreter gone), the call goes
-    ahead: `|| true`, or the host's own allow where an empty answer blocks (entry["fallback"])."""
     guard = skill_dir.as_posix() + "/skill/guard.py"
+    return guard_command(sh_quote(python), sh_quote(guard), entry)
+
+
+def guard_command(python: str, guard: str, entry: dict[str, Any] | None = None) -> str:
+    """`<python> -I -S <guard.py>` (both already quoted for sh); when the guard cannot run at all
+    (its interpreter gone), the call goes ahead: `|| true`, or the host's own allow where an
+    empty answer blocks (entry["fallback"])."""
     fallback = (entry or {}).get("fallback")
     otherwise = f"printf '%s\\n' {sh_quote(fallback)}" if fallback else "true"
-    return f"{sh_quote(python)} {INTERPRETER_FLAGS} {sh_quote(guard)} || {otherwise}"
+    return f"{python} {INTERPRETER_FLAGS} {guard} || {otherwise}"
 
 
 def fill(template: Any, command: str) -> Any:

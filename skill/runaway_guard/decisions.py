@@ -11,6 +11,13 @@ STRENGTH = {None: 0, TELL: 1, DENY: 2, ASK: 3, STOP: 4}
 # Every reason the guard gives starts with this: its refusals are recognised in any transcript.
 REFUSAL_PREFIX = "runaway-guard:"
 
+# For the person, once per session, when a second install of the guard answers the same call.
+TWICE = (
+    "runaway-guard: two of its hooks run on every tool call here (two installs, such as the "
+    "plugin and the installer's hook, or user and project scope). Each call is counted once; "
+    "remove one install to save the second run."
+)
+
 
 def fit(decision, rungs):
     """The decision as the host can answer it: a host that cannot ask or end the run refuses."""

@@ -9,7 +9,7 @@ import time
 
 from . import config, controls, hosts, jsonio, ledger, log, wires
 from .calls import END, MODEL, PROMPT, RESULT, TOOL, fingerprint
-from .decisions import ASK, DENY, STOP, TELL, fit
+from .decisions import ASK, DENY, STOP, TELL, TWICE, fit
 
 MAX_INPUT = 16 << 20
 # How long a call may wait for its host to write it: 0.15 s (Claude Code flushes every 100 ms)
@@ -90,8 +90,7 @@ def _decide(book, call, settings, host):
     """The decision for this call (None: nothing to say), already fitted to the host's rungs."""
     state = book.state
     if call.event == TOOL and call.tool_use_id and call.tool_use_id in state["answers"]:
-        seen = state["answers"][call.tool_use_id]  # the same call seen by a second install
-        return seen if isinstance(seen, dict) else None
+        return _again(state, call, settings, host)
     state["cwd"] = call.cwd or state["cwd"]
     if state.get("problems", []) != settings.problems:
         state["problems"] = settings.problems  # status.py shows them; fixed ones disappear
@@ -106,9 +105,7 @@ def _decide(book, call, settings, host):
         _catch_up(book, call, host)
     # A host whose payload has no call id (Copilot) learns it from its session files.
     if call.tool_use_id != known_id and call.tool_use_id in state["answers"]:
-        seen = state["answers"][call.tool_use_id]
-        # the same call through a second install: the host runs both answers, a note once
-        return seen if isinstance(seen, dict) and seen["kind"] != TELL else None
+        return _again(state, call, settings, host)
     _new_prompt(state, call)
     daily = _daily_spend(state, call, settings)
     if state["off"]:
@@ -200,6 +197,19 @@ def _new_prompt(state, call):
                 ledger.reset_agent(record)  # a new prompt: the person decided to go on
             state["blocked"] = None
         state["prompt"] = call.prompt_id
+
+
+def _again(state, call, settings, host):
+    """The same call through a second install of the guard (user and project scope, a plugin
+    and the installer's hook): the host honours both answers, so a refusal is given again and a
+    note is not; the person is told once per session that two hooks run (status shows it)."""
+    seen = state["answers"][call.tool_use_id]
+    if not state.get("twice"):
+        state["twice"] = True
+        log.append(settings.state_dir, "twice", f"{call.host} {call.session_id}: {TWICE}")
+        if not seen or seen["kind"] == TELL:
+            return fit({"kind": TELL, "wire": "setup", "model": "", "person": TWICE}, host.RUNGS)
+    return seen if isinstance(seen, dict) and seen["kind"] != TELL else None
 
 
 def _before_model(state, settings, daily):

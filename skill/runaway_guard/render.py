@@ -4,7 +4,7 @@ import os
 import time
 
 from . import config, controls, hosts
-from .decisions import ASK
+from .decisions import ASK, TWICE
 from .money import money
 
 WIDTH = 80
@@ -147,6 +147,9 @@ def render(status, now=None):
     out.extend(_stops(status, now))
     out.extend(_next_steps(status))
     out.extend(_forecast_lines(status))
+    if status.get("runs_twice"):
+        out.append("")
+        out.extend(wrap(TWICE, ""))
     if status["config_problems"]:
         out.append("")
         out.append("Configuration problems (the guard uses the other settings):")

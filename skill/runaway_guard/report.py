@@ -224,6 +224,7 @@ def build(path, state, state_dir, environ=os.environ, now=None):
         "off_by": "session" if state.get("off") else "config" if settings.off else None,
         "unpriced_models": [m for m in state.get("unpriced") or [] if isinstance(m, str)],
         "config_problems": problems,
+        "runs_twice": bool(state.get("twice")),
         "forecast": forecast(state, cap, daily, settings.daily_usd, now),
         "commands": {
             "status": f"{command} {session_arg}",

@@ -12,8 +12,8 @@ where Claude Code refuses ``--dangerously-skip-permissions``, so the tools are a
 would need a prompt). ``prepare_home`` merges into an existing settings file, so the project's
 installer may run before or after it.
 
-Stdlib only; the CLI comes from tests/e2e/hosts_install.sh (or ``$CLAUDE_BIN``): the pinned
-version, or the one ``$RUNAWAY_GUARD_CLAUDE_VERSION`` names.
+Stdlib only; the CLI comes from tests/e2e/hosts_install.sh (or ``$RUNAWAY_GUARD_CLAUDE_BIN``):
+the pinned version, or the one ``$RUNAWAY_GUARD_CLAUDE_VERSION`` names.
 """
 
 from __future__ import annotations
@@ -65,22 +65,15 @@ OFFLINE_ENV = {
 _DROP_ENV_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "CLAUDECODE", "OTEL_", "RUNAWAY_GUARD_")
 
 
-def claude_bin() -> str:
-    """The pinned CLI (tests/e2e/.hosts) or ``$CLAUDE_BIN``."""
-    env = os.environ.get("CLAUDE_BIN")
-    if env:
-        return env
-    return str(HERE / ".hosts" / "node_modules" / ".bin" / "claude")
+def claude_bin():
+    return pins.cli("claude")
 
 
 def claude_pin() -> tuple:
     """(npm package, version variable) for harness.require_cli; nothing to check when
-    ``$CLAUDE_BIN`` names another binary."""
-    return (None, None) if os.environ.get("CLAUDE_BIN") else (PACKAGE, VERSION_VARIABLE)
-
-
-def claude_available() -> bool:
-    return Path(claude_bin()).exists()
+    ``$RUNAWAY_GUARD_CLAUDE_BIN`` names another binary."""
+    other = os.environ.get("RUNAWAY_GUARD_CLAUDE_BIN")
+    return (None, None) if other else (PACKAGE, VERSION_VARIABLE)
 
 
 def deep_merge(base: dict, extra: dict) -> dict:

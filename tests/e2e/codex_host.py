@@ -57,18 +57,9 @@ PACKAGE = "@openai/codex"
 VERSION_VARIABLE = "RUNAWAY_GUARD_CODEX_VERSION"
 CODEX_VERSION = pins.wanted(VERSION_VARIABLE)
 
-_HERE = Path(__file__).resolve().parent
-_DEFAULT_BIN = _HERE / ".hosts" / "node_modules" / ".bin" / "codex"
-
 
 def codex_bin():
-    """Path of the pinned Codex CLI (``RUNAWAY_GUARD_CODEX_BIN`` overrides); None if missing."""
-    override = os.environ.get("RUNAWAY_GUARD_CODEX_BIN")
-    if override:
-        return override
-    if _DEFAULT_BIN.exists():
-        return str(_DEFAULT_BIN)
-    return None
+    return pins.cli("codex")
 
 
 def codex_pin():

@@ -30,6 +30,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pins
 from codex_host import read_jsonl
 
 __all__ = [
@@ -48,7 +49,6 @@ __all__ = [
 COPILOT_VERSION = "1.0.102"
 
 _HERE = Path(__file__).resolve().parent
-_DEFAULT_BIN = _HERE / ".hosts" / "node_modules" / ".bin" / "copilot"
 CACHE = _HERE / ".hosts" / "copilot-cache"
 
 # Inherited variables that would leak a developer's own configuration or credentials into a run.
@@ -56,11 +56,7 @@ _DROP = ("COPILOT_", "GITHUB_", "GH_", "RUNAWAY_GUARD_", "OPENAI_", "CLAUDE_", "
 
 
 def copilot_bin():
-    """Path of the pinned CLI (``RUNAWAY_GUARD_COPILOT_BIN`` overrides); None if missing."""
-    override = os.environ.get("RUNAWAY_GUARD_COPILOT_BIN")
-    if override:
-        return override
-    return str(_DEFAULT_BIN) if _DEFAULT_BIN.exists() else None
+    return pins.cli("copilot")
 
 
 def copilot_env(home, model_url, model="gpt-4.1", copilot_home=None, env=None):

@@ -37,6 +37,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pins
 from codex_host import read_jsonl  # one JSONL reader for the runners
 
 __all__ = [
@@ -52,8 +53,6 @@ __all__ = [
 
 GEMINI_VERSION = "0.61.0"
 
-_HERE = Path(__file__).resolve().parent
-_DEFAULT_BIN = _HERE / ".hosts" / "node_modules" / ".bin" / "gemini"
 _DROP = ("GEMINI_", "GOOGLE_", "CLOUDSDK_")
 
 # What every scripted run needs in ~/.gemini/settings.json (see the module docstring).
@@ -65,9 +64,7 @@ BASE_SETTINGS = {
 
 
 def gemini_bin():
-    """Path of the pinned Gemini CLI (``RUNAWAY_GUARD_GEMINI_BIN`` overrides); None if missing."""
-    found = os.environ.get("RUNAWAY_GUARD_GEMINI_BIN")
-    return found or (str(_DEFAULT_BIN) if _DEFAULT_BIN.exists() else None)
+    return pins.cli("gemini")
 
 
 def _merge(into, extra):

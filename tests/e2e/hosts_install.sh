@@ -9,27 +9,15 @@
 # package.json/package-lock.json inside .hosts/. The fixtures under tests/fixtures/ name the
 # version they were recorded with; those of older versions stay as parsing tests.
 #
-# Trying another release is one command: RUNAWAY_GUARD_CLAUDE_VERSION and
-# RUNAWAY_GUARD_CODEX_VERSION replace the pins (a version, or an npm tag such as "latest"):
+# Trying another release is one command: RUNAWAY_GUARD_<HOST>_VERSION (CLAUDE, CODEX, GEMINI,
+# OPENCODE, COPILOT, QWEN) replaces a pin (a version, or an npm tag such as "latest"):
 #   RUNAWAY_GUARD_CODEX_VERSION=latest bash tests/run tests/e2e/test_codex.py
 # The next run without them puts the pins back. The e2e tests read the same variables and fail
 # when the installed CLI is not the version asked for (tests/e2e/harness.py, require_cli).
 set -euo pipefail
 
-CLAUDE_VERSION="${RUNAWAY_GUARD_CLAUDE_VERSION:-2.1.332}"
-CODEX_VERSION="${RUNAWAY_GUARD_CODEX_VERSION:-0.171.0}"
-# ccusage: the independent Codex cost figure test_codex.py compares with (runs with --offline).
-CCUSAGE_VERSION="20.0.24"
-# GitHub Copilot CLI: a small loader plus the native binary of this platform (an optional
-# dependency, @github/copilot-<os>-<arch>); it declares no Node engine and runs on Node 20.
-COPILOT_VERSION="1.0.102"
-
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 prefix="$here/.hosts"
-claude_bin="$prefix/node_modules/.bin/claude"
-codex_bin="$prefix/node_modules/.bin/codex"
-ccusage_bin="$prefix/node_modules/.bin/ccusage"
-copilot_bin="$prefix/node_modules/.bin/copilot"
 
 installed_version() {
   # $1: package name; prints the installed version or nothing
@@ -45,23 +33,39 @@ wanted_version() {
   esac
 }
 
-if [ "$(installed_version @anthropic-ai/claude-code)" != \
-     "$(wanted_version @anthropic-ai/claude-code "$CLAUDE_VERSION")" ] ||
-   [ "$(installed_version @openai/codex)" != "$(wanted_version @openai/codex "$CODEX_VERSION")" ] ||
-   [ "$(installed_version ccusage)" != "$CCUSAGE_VERSION" ] ||
-   [ "$(installed_version @github/copilot)" != "$COPILOT_VERSION" ] ||
-   [ ! -x "$claude_bin" ] || [ ! -x "$codex_bin" ] || [ ! -x "$ccusage_bin" ] ||
-   [ ! -x "$copilot_bin" ]; then
-  mkdir -p "$prefix"
-  npm install --prefix "$prefix" --no-audit --no-fund --save-exact --loglevel=error \
-    "@anthropic-ai/claude-code@$CLAUDE_VERSION" "@openai/codex@$CODEX_VERSION" \
-    "ccusage@$CCUSAGE_VERSION" "@github/copilot@$COPILOT_VERSION" >&2
-fi
+pin() {
+  # $1: version (or tag), $2: npm package, $3: its binary. Installs it unless that version is
+  # there; prints the binary's path.
+  local bin="$prefix/node_modules/.bin/$3"
+  if [ "$(installed_version "$2")" != "$(wanted_version "$2" "$1")" ] || [ ! -x "$bin" ]; then
+    mkdir -p "$prefix"
+    npm install --prefix "$prefix" --no-audit --no-fund --save-exact --loglevel=error \
+      "$2@$1" >&2
+  fi
+  echo "$bin"
+}
+
+pin "${RUNAWAY_GUARD_CLAUDE_VERSION:-2.1.332}" @anthropic-ai/claude-code claude
+pin "${RUNAWAY_GUARD_CODEX_VERSION:-0.171.0}" @openai/codex codex
+# ccusage: the independent Codex cost figure test_codex.py compares with (runs with --offline).
+pin "${RUNAWAY_GUARD_CCUSAGE_VERSION:-20.0.24}" ccusage ccusage
+# GitHub Copilot CLI: a small loader plus the native binary of this platform (an optional
+# dependency, @github/copilot-<os>-<arch>); it declares no Node engine and runs on Node 20.
+copilot_bin="$(pin "${RUNAWAY_GUARD_COPILOT_VERSION:-1.0.102}" @github/copilot copilot)"
+echo "$copilot_bin"
+# Qwen Code declares Node 22 or newer; it runs on Node 20.
+pin "${RUNAWAY_GUARD_QWEN_VERSION:-0.24.4}" @qwen-code/qwen-code qwen
+# OpenCode: npm opencode-ai pulls its Bun-compiled binary in as an optional dependency
+# (opencode-linux-x64 & co.); node_modules/.bin/opencode is a small launcher that finds it.
+pin "${RUNAWAY_GUARD_OPENCODE_VERSION:-1.18.33}" opencode-ai opencode
+# Gemini CLI (engines: node >= 20). Its install scripts (node-pty, keytar) are not needed headless.
+pin "${RUNAWAY_GUARD_GEMINI_VERSION:-0.61.0}" @google/gemini-cli gemini
 
 # Copilot unpacks its package (~235 MB) into COPILOT_CACHE_HOME on first start: once, here, in
 # the cache every e2e run shares (tests/e2e/copilot_host.py), so no test pays for it.
-if [ ! -e "$prefix/copilot-cache/pkg/linux-x64/$COPILOT_VERSION/.extraction-complete" ] &&
-   [ ! -e "$prefix/copilot-cache/pkg/darwin-arm64/$COPILOT_VERSION/.extraction-complete" ]; then
+copilot_version="$(installed_version @github/copilot)"
+if [ ! -e "$prefix/copilot-cache/pkg/linux-x64/$copilot_version/.extraction-complete" ] &&
+   [ ! -e "$prefix/copilot-cache/pkg/darwin-arm64/$copilot_version/.extraction-complete" ]; then
   COPILOT_CACHE_HOME="$prefix/copilot-cache" COPILOT_OFFLINE=true COPILOT_AUTO_UPDATE=false \
     "$copilot_bin" --version >/dev/null
 fi
@@ -74,37 +78,3 @@ if ! command -v tmux >/dev/null 2>&1; then
     echo "hosts_install.sh: install tmux for the Codex TUI tests" >&2
   fi
 fi
-
-echo "$claude_bin"
-echo "$codex_bin"
-echo "$ccusage_bin"
-echo "$copilot_bin"
-
-# Qwen Code (declares Node 22 or newer; runs on Node 20). Its own block so that each host's pin
-# moves alone.
-QWEN_VERSION="0.24.4"
-qwen_bin="$prefix/node_modules/.bin/qwen"
-if [ "$(installed_version @qwen-code/qwen-code)" != "$QWEN_VERSION" ] || [ ! -x "$qwen_bin" ]; then
-  npm install --prefix "$prefix" --no-audit --no-fund --save-exact --loglevel=error \
-    "@qwen-code/qwen-code@$QWEN_VERSION" >&2
-fi
-echo "$qwen_bin"
-
-# OpenCode: npm opencode-ai pulls its Bun-compiled binary in as an optional dependency
-# (opencode-linux-x64 & co.); node_modules/.bin/opencode is a small launcher that finds it.
-OPENCODE_VERSION="1.18.33"
-opencode_bin="$prefix/node_modules/.bin/opencode"
-if [ "$(installed_version opencode-ai)" != "$OPENCODE_VERSION" ] || [ ! -x "$opencode_bin" ]; then
-  npm install --prefix "$prefix" --no-audit --no-fund --save-exact --loglevel=error \
-    "opencode-ai@$OPENCODE_VERSION" >&2
-fi
-echo "$opencode_bin"
-
-# Gemini CLI (engines: node >= 20). Its install scripts (node-pty, keytar) are not needed headless.
-GEMINI_VERSION="0.61.0"
-gemini_bin="$prefix/node_modules/.bin/gemini"
-if [ "$(installed_version @google/gemini-cli)" != "$GEMINI_VERSION" ] || [ ! -x "$gemini_bin" ]; then
-  npm install --prefix "$prefix" --no-audit --no-fund --save-exact --loglevel=error \
-    "@google/gemini-cli@$GEMINI_VERSION" >&2
-fi
-echo "$gemini_bin"

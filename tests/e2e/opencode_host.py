@@ -47,6 +47,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pins
+
 __all__ = [
     "COST",
     "MODEL",
@@ -69,7 +71,6 @@ COST = {"input": 3, "output": 15, "cache_read": 0.3, "cache_write": 3.75}
 
 _HERE = Path(__file__).resolve().parent
 _ROOT = _HERE.parent.parent
-_DEFAULT_BIN = _HERE / ".hosts" / "node_modules" / ".bin" / "opencode"
 PLUGIN_SOURCE = _ROOT / "skill" / "runaway_guard" / "hosts" / "opencode_plugin.js"
 PLUGIN_NAME = "runaway-guard.js"
 _DROP = (
@@ -84,10 +85,7 @@ _DROP = (
 
 
 def opencode_bin():
-    """Path of the pinned OpenCode CLI (``RUNAWAY_GUARD_OPENCODE_BIN`` overrides); None if it
-    is not there."""
-    found = os.environ.get("RUNAWAY_GUARD_OPENCODE_BIN") or str(_DEFAULT_BIN)
-    return found if os.path.exists(found) else None
+    return pins.cli("opencode")
 
 
 def is_title_request(body):

@@ -24,6 +24,15 @@ def wanted(variable: str) -> str:
     return found.group(1)
 
 
+def cli(name: str):
+    """Path of the pinned CLI ``name`` (``$RUNAWAY_GUARD_<NAME>_BIN`` names another binary), or
+    None when it is not there."""
+    path = os.environ.get(f"RUNAWAY_GUARD_{name.upper()}_BIN") or str(
+        PREFIX / "node_modules" / ".bin" / name
+    )
+    return path if os.path.exists(path) else None
+
+
 def installed(package: str):
     """The version of an npm package under tests/e2e/.hosts, or None."""
     manifest = PREFIX / "node_modules" / package / "package.json"

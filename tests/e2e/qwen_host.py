@@ -36,6 +36,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pins
 from codex_host import read_jsonl  # one JSONL reader for the e2e runners
 
 __all__ = [
@@ -50,17 +51,13 @@ __all__ = [
 
 QWEN_VERSION = "0.24.4"
 
-_HERE = Path(__file__).resolve().parent
-_DEFAULT_BIN = _HERE / ".hosts" / "node_modules" / ".bin" / "qwen"
 # What the developer's own shell may carry that would leak into a run.
 _DROP = ("QWEN_", "GEMINI_", "OPENAI_", "DASHSCOPE_", "CLAUDE_", "RUNAWAY_GUARD_", "XDG_")
 KEY_VARIABLE = "SCRIPTED_MODEL_KEY"
 
 
 def qwen_bin():
-    """Path of the pinned Qwen Code CLI (``RUNAWAY_GUARD_QWEN_BIN`` overrides); None if missing."""
-    installed = str(_DEFAULT_BIN) if _DEFAULT_BIN.exists() else None
-    return os.environ.get("RUNAWAY_GUARD_QWEN_BIN") or installed
+    return pins.cli("qwen")
 
 
 def project_slug(project):

@@ -108,6 +108,21 @@ def test_call_reads_only_pre_tool_use_and_both_dialects_agree():
     ]
 
 
+def test_each_install_has_its_own_slot():
+    """A Copilot hook file (user or project), a project's Claude settings and a Claude-format
+    plugin may all run the guard for one call: each claims the call's id in a slot of its own."""
+    camel = {"sessionId": "s1", "toolName": "bash", "toolArgs": {"command": "ls"}}
+    pascal = {"hook_event_name": "PreToolUse", "session_id": "s1", "tool_name": "Bash"}
+    pascal.update(tool_input={"command": "ls"}, timestamp="2026-12-01T00:00:00.000Z")
+    slots = {
+        copilot.call(camel, {"COPILOT_HOOK_DIR": "/home/u/.copilot/hooks"}).slot,
+        copilot.call(camel, {"COPILOT_HOOK_DIR": "/p/.github/hooks"}).slot,
+        copilot.call(pascal, {}).slot,
+        copilot.call(pascal, {"CLAUDE_PLUGIN_ROOT": "/src/runaway-guard"}).slot,
+    }
+    assert len(slots) == 4
+
+
 def test_a_subagents_call_belongs_to_the_session_it_runs_in():
     hooks, _, _ = fixture("subagent")
     calls = [copilot.call(h["payload"], {}) for h in hooks if h["event"].lower() == "pretooluse"]

@@ -764,3 +764,60 @@ def test_opencode_plugin_installed_checked_and_removed(tmp_path, source, home):
     installed.write_text("export const Someone = async () => ({});\n")  # not ours: refused
     assert run(["--host", "opencode"], env, source)[0] == 2
     assert installed.read_text().startswith("export const Someone")
+
+
+# --------------------------------------------------------------------------- the host's plugin
+
+
+def enable_plugin(path: Path, on: bool = True) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"enabledPlugins": {"runaway-guard@somewhere": on, "x@y": True}}))
+
+
+def test_an_enabled_plugin_means_no_second_hook(tmp_path, source, home):
+    env = {"HOME": str(home)}
+    settings = home / ".claude" / "settings.json"
+    enable_plugin(settings)
+    before = settings.read_bytes()
+    code, out = run(["--host", "claude"], env, source)
+    assert code == 0
+    assert "installed as Claude Code's plugin (runaway-guard@somewhere in " in out
+    assert "no second hook was added" in out and "claude plugin uninstall" in out
+    assert settings.read_bytes() == before
+    assert not (home / ".claude" / "skills" / "runaway-guard").exists()
+    code, out = run(["--host", "claude", "--check"], env, source)
+    assert code == 0 and "ok: the plugin runs the guard" in out
+
+    enable_plugin(settings, on=False)  # disabled: the installer's hook is the guard
+    assert run(["--host", "claude"], env, source)[0] == 0
+    assert guard_handlers(parse(settings))
+    enable_plugin_too = json.loads(settings.read_text())
+    enable_plugin_too["enabledPlugins"]["runaway-guard@somewhere"] = True
+    settings.write_text(json.dumps(enable_plugin_too))
+    code, out = run(["--host", "claude", "--check"], env, source)
+    assert "both run the guard" in out
+    code, out = run(["--host", "claude", "--uninstall"], env, source)
+    assert code == 0 and not guard_handlers(parse(settings))
+    assert "installed as Claude Code's plugin" in out and "it stays" in out
+
+
+def test_a_project_plugin_counts_for_project_scope_only(tmp_path, source, home):
+    env = {"HOME": str(home)}
+    project = tmp_path / "proj"
+    enable_plugin(project / ".claude" / "settings.json")
+    assert run(["--host", "claude"], env, source)[0] == 0
+    assert guard_handlers(parse(home / ".claude" / "settings.json"))
+    code, out = run(["--host", "claude", *scope_args("project", project)], env, source)
+    assert code == 0 and "no second hook was added" in out
+    assert not (project / ".claude" / "settings.local.json").exists()
+
+
+def test_an_installed_gemini_extension_means_no_second_hook(tmp_path, source, home):
+    env = {"HOME": str(home)}
+    (home / ".gemini" / "extensions" / "runaway-guard").mkdir(parents=True)
+    code, out = run(["--host", "gemini"], env, source)
+    assert code == 0 and "installed as Gemini CLI's extension" in out, out
+    assert "`gemini extensions uninstall runaway-guard`" in out
+    assert not (home / ".gemini" / "settings.json").exists()
+    code, out = run(["--host", "gemini", "--check"], env, source)
+    assert code == 0 and "ok: the extension runs the guard" in out

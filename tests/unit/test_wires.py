@@ -342,7 +342,11 @@ def test_spawning_is_refused_first(guard_env, tmp_path, host):
 
 
 def test_installed_twice_every_call_counted_once(guard_env, tmp_path):
-    """User and project settings both run the guard: two processes see every call."""
+    """User and project settings (or a plugin and the installer's hook) both run the guard:
+    two processes see every call; the second repeats a refusal, not a note, and says once to
+    the person that two hooks run."""
+    from runaway_guard.decisions import TWICE
+
     transcript = tmp_path / "p" / "s1.jsonl"
     answers = []
     for i in range(7):
@@ -350,10 +354,18 @@ def test_installed_twice_every_call_counted_once(guard_env, tmp_path):
         jsonl(transcript, [assistant(f"m{i}", tool=(f"t{i}", "Bash", tool_input))])
         payload = pre_tool_use(transcript, f"t{i}", "Bash", tool_input)
         first, second = guard_env.run(payload), guard_env.run(payload)
-        assert first == second
+        if i == 0:
+            assert first == "" and json.loads(second) == {"systemMessage": TWICE}
+        elif decision(json.loads(first) if first else None) == "tell":
+            assert second == ""  # the host shows both answers: a note once
+        else:
+            assert first == second
         answers.append(decision(json.loads(first)) if first else None)
         text, error = "Exit code 2", True
         if answers[-1] in ("deny", "ask"):
             text = json.loads(first)["hookSpecificOutput"]["permissionDecisionReason"]
         jsonl(transcript, [result(f"t{i}", text, error)])
     assert answers == [None, None, None, None, "tell", "deny", "ask"]
+    sessions = guard_env.state_dir / "sessions" / "claude"
+    assert json.loads(next(sessions.glob("*.json")).read_text())["twice"] is True
+    assert "twice" in (guard_env.state_dir / "hook.log").read_text()

@@ -40,6 +40,36 @@ INSTALL = {
         "hold paths of this machine).",
     ),
     "after_uninstall": "Restart Claude Code (or open /hooks) so it drops the hook.",
+    # The repository is a marketplace of one plugin carrying the skill and the hook entry above
+    # (installer/manifests.py writes these files from this data and SKILL.md's frontmatter).
+    "plugin": {
+        "manifests": {
+            ".claude-plugin/marketplace.json": {
+                "name": "{name}",
+                "owner": {"name": "{author}"},
+                "metadata": {"description": "{description}"},
+                "plugins": [{"name": "{name}", "source": "./", "description": "{description}"}],
+            },
+            ".claude-plugin/plugin.json": {
+                "name": "{name}",
+                "version": "{version}",
+                "description": "{description}",
+                "author": {"name": "{author}"},
+                "license": "{license}",
+                "skills": ["./"],  # the plugin's root is the skill folder
+                "hooks": "{hooks}",
+            },
+        },
+        "root": "${CLAUDE_PLUGIN_ROOT}",
+        # enabledPlugins in these files switch `<name>@<marketplace>` on (user, then project)
+        "enabled_in": {
+            "user": ("settings.json",),
+            "project": (".claude/settings.json", ".claude/settings.local.json"),
+        },
+        "id": "{name}@{name}",
+        "install": ("claude plugin marketplace add {source}", "claude plugin install {id}"),
+        "uninstall": ("claude plugin uninstall {id}", "claude plugin marketplace remove {name}"),
+    },
 }
 
 _REJECTED = (

@@ -79,6 +79,15 @@ INSTALL = {
         "to trust the folder first.",
     ),
     "after_uninstall": "Copilot CLI no longer runs the hook from its next session on.",
+    # Copilot installs this repository as a plugin too, reading Claude Code's manifests
+    # (.claude-plugin/, hosts/claude.py): their PreToolUse entry reaches the guard as a
+    # Claude-style payload; a folder-sourced plugin runs from that folder (seen on 1.0.102).
+    "plugin": {
+        "enabled_in": {"user": ("settings.json",)},
+        "id": "{name}@{name}",
+        "install": ("copilot plugin marketplace add {source}", "copilot plugin install {id}"),
+        "uninstall": ("copilot plugin uninstall {id}", "copilot plugin marketplace remove {name}"),
+    },
 }
 
 WAIT = 1.5  # seconds a call waits for events.jsonl to show it (seen: within ~0.1 s)
@@ -98,9 +107,11 @@ class _Call(Call):
 
 
 def call(payload, environ=None):
-    """A preToolUse from a Copilot hook file or from a project's Claude settings; else None.
+    """A preToolUse from a Copilot hook file, a project's Claude settings or a Claude-format
+    plugin (this repository's, installed with `copilot plugin install`); else None.
 
-    environ defaults to the hook's own environment (COPILOT_HOME, COPILOT_HOOK_DIR)."""
+    environ defaults to the hook's own environment (COPILOT_HOME, COPILOT_HOOK_DIR,
+    CLAUDE_PLUGIN_ROOT)."""
     environ = os.environ if environ is None else environ
     if "toolArgs" in payload and "toolName" in payload:
         if "toolResult" in payload or "error" in payload or "hookName" in payload:
@@ -114,7 +125,8 @@ def call(payload, environ=None):
         session, agent = payload.get("session_id"), payload.get("agent_id")
         root = payload.get("parent_agent_id")
         tool, args = payload.get("tool_name"), payload.get("tool_input")
-        slot = "claude"
+        # From a project's Claude settings, or from a Claude-format plugin (its folder is set)
+        slot = "claude:" + str(environ.get("CLAUDE_PLUGIN_ROOT") or "")
     else:
         return None
     if isinstance(root, str) and root and isinstance(agent, str) and agent:

@@ -69,6 +69,26 @@ INSTALL = {
         "a warning that names the runaway-guard hook.",
     ),
     "after_uninstall": "Restart Gemini CLI so it drops the hooks.",
+    # The repository is a Gemini CLI extension too (installer/manifests.py writes these files):
+    # its hooks are hooks/hooks.json, at that fixed path (Claude Code reads the file as well and
+    # ignores these events); ${extensionPath} is replaced by the installed folder (0.61.0). No
+    # skill: an extension's skills are only read from skills/<name>/SKILL.md.
+    "plugin": {
+        "called": "extension",
+        "manifests": {
+            "gemini-extension.json": {
+                "name": "{name}",
+                "version": "{version}",
+                "description": "{description}",
+            },
+            "hooks/hooks.json": {"hooks": "{hooks}"},
+        },
+        "root": "${extensionPath}",
+        "folder": "extensions/{name}",
+        "id": "{name}",
+        "install": ("gemini extensions install {source}",),
+        "uninstall": ("gemini extensions uninstall {id}",),
+    },
 }
 
 _SHELL = "run_shell_command"
