@@ -59,6 +59,11 @@ LATE_S, LATE_CALLS, LATE_MARGIN_S = 0.05, 10, 0.05
 # -- sessions on disk, made once --------------------------------------------------------------
 
 
+def generation(host):
+    """The data's version: the bench's, and the generator's own (`version`, when it changed)."""
+    return f"{GEN_VERSION}.{getattr(session_files.GENERATORS[host], 'version', 0)}"
+
+
 def session_data(data_dir, host, size_mb, subagents):
     """The generated session (info dict), made once and then reused with appends undone."""
     folder = os.path.join(data_dir, f"{host}-{size_mb}mb-{subagents}")
@@ -67,7 +72,7 @@ def session_data(data_dir, host, size_mb, subagents):
     try:
         with open(meta_path) as handle:
             info = json.load(handle)
-        if info.get("gen") != GEN_VERSION or any(
+        if info.get("gen") != generation(host) or any(
             os.path.getsize(path) < size for path, size in info["sizes"].items()
         ):
             info = None
@@ -79,16 +84,21 @@ def session_data(data_dir, host, size_mb, subagents):
         print(f"making a {host} session of {size_mb} MB + {subagents} ...", flush=True)
         started = time.monotonic()
         info = session_files.GENERATORS[host]().make(folder, size_mb, subagents)
-        info["gen"] = GEN_VERSION
+        info["gen"] = generation(host)
         info["sizes"] = {path: os.path.getsize(path) for path in info["files"]}
         with open(meta_path, "w") as handle:
             json.dump(info, handle)
         print(f"  done in {time.monotonic() - started:.1f} s", flush=True)
+    info["host"] = host
     undo_appends(info)
     return info
 
 
 def undo_appends(info):
+    undo = getattr(session_files.GENERATORS[info["host"]], "undo", None)
+    if undo is not None:
+        undo(info)
+        return
     for path, size in info["sizes"].items():
         if os.path.getsize(path) != size:
             os.truncate(path, size)
@@ -201,13 +211,13 @@ class Series:
     def call(self, env=None, late=None):
         """Run the guard on the next call; late: write its lines that many seconds after the
         hook started instead of before."""
-        path, lines, payload = self.generator.step(self.info, self.step)
+        write, payload = self.generator.step(self.info, self.step)
         self.step += 1
         writer = None
         if late is None:
-            session_files.append_lines(path, lines)
+            write()
         else:
-            writer = threading.Timer(late, session_files.append_lines, (path, lines))
+            writer = threading.Timer(late, write)
             writer.start()
         result = self.ctx.runner.run(self.guard, json.dumps(payload).encode(), env or self.env)
         if writer:
@@ -529,17 +539,17 @@ def breakdown(ctx, hosts_to_run):
         rows, floors, imports = [], [], {}
         for _ in range(ctx.calls):
             floors.append(ctx.runner.run([sys.executable, "-I", "-S", "-c", "pass"])[0])
-            path, lines, payload = series.generator.step(info, series.step)
+            write, payload = series.generator.step(info, series.step)
             series.step += 1
-            session_files.append_lines(path, lines)
+            write()
             out = subprocess.run(
                 [sys.executable, "-I", "-S", "-c", child],
                 input=json.dumps(payload).encode(),
                 capture_output=True,
             )
             rows.append(json.loads(out.stdout or b"{}"))
-        path, lines, payload = series.generator.step(info, series.step)
-        session_files.append_lines(path, lines)
+        write, payload = series.generator.step(info, series.step)
+        write()
         traced = subprocess.run(
             [sys.executable, "-I", "-S", "-X", "importtime", ctx.guard],
             input=json.dumps(payload).encode(),

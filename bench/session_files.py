@@ -9,11 +9,13 @@ A generator is a class registered in GENERATORS under the host's NAME, with:
   each of `subagents` subagent files is 1 % of it) under folder; info is a JSON-able dict with
   at least "files" (every file written, the main one first) and "env" (what the hook's
   environment needs besides the state dir, e.g. a host's home);
-- step(info, n) -> (path, lines, payload): what the host writes before the hook of its n-th
-  call runs (the previous call's outcome, then the response that makes this call, with its
-  usage), the file it goes to, and the hook payload of that call. The bench appends the lines,
-  at once or late. Records carry today's time, so each call also updates the day's spend. A
-  generator remembers its previous call: one instance per series of calls.
+- step(info, n) -> (write, payload): write() writes what the host writes before the hook of
+  its n-th call runs (the previous call's outcome, then the response that makes this call, with
+  its usage), and payload is the hook payload of that call. The bench calls write() at once or
+  late. Records carry today's time, so each call also updates the day's spend. A generator
+  remembers its previous call: one instance per series of calls;
+- undo(info), optional: take back what the steps wrote (default: truncate each file to its
+  size when made).
 
 Standard library only; deterministic (seeded) except for the time of appended records.
 """
@@ -72,6 +74,10 @@ def write_until(path, target, make_lines):
 def append_lines(path, lines):
     with open(path, "a", encoding="utf-8") as handle:
         handle.write("\n".join(lines) + "\n")
+
+
+def appender(path, lines):
+    return lambda: append_lines(path, lines)
 
 
 def host(name):
@@ -309,7 +315,7 @@ class Claude:
             "tool_input": {"command": f"echo {step}", "description": "Echo"},
             "tool_use_id": tool_id,
         }
-        return info["files"][0], lines, payload
+        return appender(info["files"][0], lines), payload
 
 
 # -- Codex --------------------------------------------------------------------------------------
@@ -550,7 +556,7 @@ class Codex:
             "tool_input": {"command": f"echo {step}"},
             "tool_use_id": call_id,
         }
-        return info["files"][0], lines, payload
+        return appender(info["files"][0], lines), payload
 
 
 # -- Copilot CLI --------------------------------------------------------------------------------
@@ -691,7 +697,7 @@ class Copilot:
             "toolName": "bash",
             "toolArgs": command,
         }
-        return info["files"][0], lines, payload
+        return appender(info["files"][0], lines), payload
 
 
 # -- Gemini CLI ---------------------------------------------------------------------------------
@@ -833,7 +839,7 @@ class Gemini:
             "tool_name": "run_shell_command",
             "tool_input": {"command": command},
         }
-        return info["files"][0], lines, payload
+        return appender(info["files"][0], lines), payload
 
 
 # -- Qwen Code ----------------------------------------------------------------------------------
@@ -980,4 +986,165 @@ class Qwen:
             "tool_use_id": f"toolu_{index}",
             "tool_call_id": call_id,
         }
-        return info["files"][0], lines, payload
+        return appender(info["files"][0], lines), payload
+
+
+# -- OpenCode -----------------------------------------------------------------------------------
+
+_OPENCODE_SCHEMA = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    *("tests", "fixtures", "opencode", "schema.sql"),
+)
+# The indexes OpenCode 1.18.33's migrations make on these tables (read from its binary; the
+# fixture's schema.sql has the tables only).
+_OPENCODE_INDEXES = """
+CREATE INDEX `message_session_time_created_id_idx` ON `message` (`session_id`,`time_created`,`id`);
+CREATE INDEX `part_message_id_id_idx` ON `part` (`message_id`,`id`);
+CREATE INDEX `part_session_idx` ON `part` (`session_id`);
+CREATE INDEX `session_parent_idx` ON `session` (`parent_id`);
+"""
+_OPENCODE_INSERT = {
+    "message": "INSERT INTO message (id, session_id, time_created, time_updated, data)"
+    " VALUES (?, ?, ?, ?, ?)",
+    "part": "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data)"
+    " VALUES (?, ?, ?, ?, ?, ?)",
+}
+
+
+@host("opencode")
+class OpenCode:
+    """OpenCode 1.18's SQLite database (its schema from tests/fixtures/opencode/schema.sql): a
+    root session and `subagents` child sessions; per model step an assistant message with its
+    cost and tokens, and its parts (step-start, the tool call with its output, step-finish).
+    The guard is run as the plugin runs it (bench/opencode_plugin_bench.py times the plugin)."""
+
+    subagent_files = False
+    version = 1  # made with OpenCode's indexes
+    ROOT = "ses_root"
+
+    @staticmethod
+    def _step_rows(rng, index, session, clock, call_id, command, output):
+        tokens = {
+            "input": rng.randint(5_000, 150_000),
+            "output": rng.randint(20, 3000),
+            "reasoning": rng.randint(0, 500),
+            "cache": {"read": rng.randint(0, 100_000), "write": 0},
+        }
+        message = {
+            "role": "assistant",
+            "cost": round(rng.uniform(0.001, 0.2), 6),
+            "tokens": tokens,
+            "modelID": "claude-sonnet-4-6",
+            "providerID": "anthropic",
+            "time": {"created": clock, "completed": clock + 500},
+        }
+        state = {
+            "status": "completed",
+            "input": {"command": command},
+            "output": output,
+            "metadata": {"exit": 0, "output": output},
+        }
+        tool = {"type": "tool", "tool": "bash", "callID": call_id, "state": state}
+        parts = [{"type": "step-start"}, tool, {"type": "step-finish", "tokens": tokens}]
+        msg = f"msg_{index:012d}"
+        rows = [("message", (msg, session, clock, clock + 500, json.dumps(message)))]
+        for number, part in enumerate(parts):
+            row = (f"prt_{index:012d}_{number}", msg, session, clock, clock + 500, json.dumps(part))
+            rows.append(("part", row))
+        return rows
+
+    def make(self, folder, size_mb, subagents):
+        import sqlite3
+
+        project = os.path.join(folder, "project")
+        os.makedirs(project, exist_ok=True)
+        path = os.path.join(folder, "opencode.db")
+        db = sqlite3.connect(path)
+        with open(_OPENCODE_SCHEMA, encoding="utf-8") as handle:
+            db.executescript(handle.read())
+        db.executescript(_OPENCODE_INDEXES)
+        db.execute("PRAGMA journal_mode = WAL")
+        sessions = [self.ROOT] + [f"ses_child{number:04d}" for number in range(subagents)]
+        for session in sessions:
+            db.execute(
+                "INSERT INTO session (id, project_id, parent_id, slug, directory, title,"
+                " version, time_created, time_updated)"
+                " VALUES (?, 'global', ?, 's', ?, 't', '1.18.33', 1, 1)",
+                (session, None if session == self.ROOT else self.ROOT, project),
+            )
+        rng = random.Random(6)
+        clock, index, written = 1796153274877, 0, 0
+        while written < size_mb * MB:
+            rows = []
+            for _ in range(50):
+                clock += 700
+                session = sessions[0 if index % 3 or not subagents else 1 + index % subagents]
+                big = rng.random() < 0.02
+                output = body(rng, 100_000, 300_000) if big else body(rng, 300, 12_000)
+                command = f"pytest -q t{index % 97}"
+                rows += self._step_rows(
+                    rng, index, session, clock, f"call_{index}", command, output
+                )
+                index += 1
+            for table, row in rows:
+                db.execute(_OPENCODE_INSERT[table], row)
+                written += len(row[-1])
+            db.commit()
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.close()
+        return {"files": [path], "cwd": project, "clock": clock, "env": {}}
+
+    def __init__(self):
+        self.previous = None
+
+    def step(self, info, step):
+        import sqlite3
+
+        rng = random.Random(60_000 + step)
+        index = 10_000_000 + step
+        clock = int(time.time() * 1000)
+        call_id, command = f"call_steady{index}", f"echo {step}"
+        rows = self._step_rows(rng, index, self.ROOT, clock, call_id, command, f"{step}\n")
+        previous, self.previous = self.previous, call_id
+        path = info["files"][0]
+
+        def write():
+            db = sqlite3.connect(path, timeout=5)
+            try:
+                # this step's message; its tool part (the previous call's, finished) comes with
+                # the next step: OpenCode writes a call's part once it ran
+                db.execute(_OPENCODE_INSERT["message"], rows[0][1])
+                if previous:
+                    part = rows[2][1]
+                    data = json.loads(part[-1])
+                    data["callID"] = previous
+                    db.execute(_OPENCODE_INSERT["part"], (*part[:-1], json.dumps(data)))
+                db.commit()
+            finally:
+                db.close()
+
+        payload = {
+            "runaway_guard_plugin": "opencode",
+            "hook_event_name": "tool.execute.before",
+            "session_id": self.ROOT,
+            "agent_session_id": self.ROOT,
+            "prompt_id": None,
+            "cwd": info["cwd"],
+            "database": path,
+            "tool_name": "bash",
+            "tool_input": {"command": command},
+            "call_id": call_id,
+        }
+        return write, payload
+
+    @staticmethod
+    def undo(info):
+        import sqlite3
+
+        db = sqlite3.connect(info["files"][0], timeout=5)
+        try:
+            db.execute("DELETE FROM message WHERE id >= 'msg_000010000000'")
+            db.execute("DELETE FROM part WHERE id >= 'prt_000010000000'")
+            db.commit()
+        finally:
+            db.close()

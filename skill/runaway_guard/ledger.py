@@ -202,7 +202,12 @@ class Ledger:
                 self._pending_owner[tool_use_id] = agent
         if not isinstance(state.get("active"), dict):
             state["active"] = {}
-        self._active = state["active"]
+        self._active = active = state["active"]
+        since = self._now - ACTIVE
+        stale = any(
+            not (isinstance(seen, (int, float)) and seen >= since) for seen in active.values()
+        )
+        self._trim_at = 0 if stale else _trim_after(len(state["recent"]))
 
     def _rebuild(self):
         """A fresh state whose spend is the ledger's, with every transcript to be re-read."""
@@ -260,7 +265,8 @@ class Ledger:
             finally:
                 os.close(fd)
             self._appended = []
-        self._trim_recent()
+        if len(state["recent"]) > self._trim_at:
+            self._trim_recent()
         write_atomic(self.state_path, jsonio.dumps(state).encode())
 
     # -- spend
@@ -337,7 +343,7 @@ class Ledger:
                 agents.add(agent)
         if len(kept) < len(recent):
             self.state["recent"] = {key: recent[key] for key in reversed(kept)}
-        self._trim_at = 2 * len(kept) + RECENT  # amortised: a long read trims now and then
+        self._trim_at = _trim_after(len(kept))
 
     def _book(self, entry, sign):
         _, pusd, _, model, agent, day = entry
@@ -440,6 +446,12 @@ class Ledger:
             denied = self.state["denied"]
             denied.append(tool_use_id)
             del denied[:-256]
+
+
+def _trim_after(kept):
+    """How many recent responses to let accumulate before the next trim: a call adds a few, a
+    long read thousands, and a trim looks at each one."""
+    return kept + max(RECENT, kept // 4)
 
 
 def reset_agent(record):

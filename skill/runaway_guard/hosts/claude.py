@@ -8,6 +8,7 @@ largest output count seen.
 """
 
 import os
+import time
 
 from .. import jsonio, pricing
 from ..calls import Call, fingerprint, tool_name
@@ -131,7 +132,8 @@ def sync(book, call):
         return False
     files = book.state["files"]
     folder = os.path.dirname(main)
-    for path, agent in _subagent_files(os.path.join(folder, call.session_id, "subagents")):
+    subagents = os.path.join(folder, call.session_id, "subagents")
+    for path, agent in _subagent_files(book.state.setdefault("folders", {}), subagents):
         files.setdefault(path, {"agent": agent})
     if _old_layout(files.get(main)):
         for path, agent in _sibling_files(folder, call.session_id, files):
@@ -141,18 +143,41 @@ def sync(book, call):
     return True
 
 
-def _subagent_files(folder, depth=0):
+def _subagent_files(seen, folder, depth=0):
+    """(path, agent id) of the agent files under folder, three folders deep at most.
+
+    A folder whose modification time is the one seen when it was last listed, and at least a
+    second old (a file made within the same clock tick would not change it), is not listed
+    again: its files are followed already; its subfolders are still looked into.
+    """
     try:
-        entries = list(os.scandir(folder))
+        stamp = os.stat(folder).st_mtime_ns
     except OSError:
+        seen.pop(folder, None)
         return []
+    known = seen.get(folder)
     found = []
-    for item in entries:
-        name = item.name
-        if name.startswith("agent-") and name.endswith(".jsonl"):
-            found.append((item.path, name[6:-6]))
-        elif depth < 3 and item.is_dir(follow_symlinks=False):
-            found.extend(_subagent_files(item.path, depth + 1))
+    if isinstance(known, list) and len(known) == 2 and known[0] == stamp:
+        subfolders = known[1]
+    else:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            return []
+        subfolders = []
+        for item in entries:
+            name = item.name
+            if name.startswith("agent-") and name.endswith(".jsonl"):
+                found.append((item.path, name[6:-6]))
+            elif depth < 3 and item.is_dir(follow_symlinks=False):
+                subfolders.append(item.path)
+        if time.time_ns() - stamp > 10**9:
+            seen[folder] = [stamp, subfolders]
+        else:
+            seen.pop(folder, None)
+    for subfolder in subfolders if isinstance(subfolders, list) else ():
+        if isinstance(subfolder, str):
+            found.extend(_subagent_files(seen, subfolder, depth + 1))
     return found
 
 
