@@ -23,6 +23,7 @@ Standard library only; deterministic (seeded) except for the time of appended re
 import json
 import os
 import random
+import sys
 import time
 
 MB = 1 << 20
@@ -71,6 +72,35 @@ def write_until(path, target, make_lines):
     return index
 
 
+def layout(folder, main, subagents):
+    """(project folder, main file, subagents' folder) under folder, the folders made; main and
+    subagents are paths relative to folder, as tuples of names."""
+    project = os.path.join(folder, "project")
+    main = os.path.join(folder, *main)
+    subagents = os.path.join(folder, *subagents)
+    for path in (project, os.path.dirname(main), subagents):
+        os.makedirs(path, exist_ok=True)
+    return project, main, subagents
+
+
+def stepping(writer, info, step):
+    """The writer set up for step `step` of a series: numbered after the session's records,
+    stamped now; and the index of the step's records."""
+    writer.n = info["n"] + 20 * step
+    writer.when = now_stamp()
+    return writer, 10_000_000 + step
+
+
+def write_subagents(size_mb, subagents, subagent):
+    """Each subagent's file, 1 % of the main file: subagent(number) -> (path, make_lines)."""
+    paths = []
+    for number in range(subagents):
+        path, make_lines = subagent(number)
+        write_until(path, int(size_mb * MB * SUBAGENT_SHARE), make_lines)
+        paths.append(path)
+    return paths
+
+
 def append_lines(path, lines):
     with open(path, "a", encoding="utf-8") as handle:
         handle.write("\n".join(lines) + "\n")
@@ -87,6 +117,57 @@ def host(name):
         return cls
 
     return register
+
+
+class Transcripts:
+    """A host that writes a main file and one file per subagent: the layout and writer are
+    class attributes (paths relative to the session's folder, as tuples of names)."""
+
+    subagent_files = True
+    MAIN = SUBAGENTS = ()
+    AGENT = AGENT_FILE = "{}"
+    SEED = SUB_SEED = 0
+
+    def __init__(self):
+        self.previous = None
+
+    def writer(self, rng, project, agent=None):
+        raise NotImplementedError
+
+    def turns(self, writer):
+        """The function write_until calls for each turn of a file."""
+        return writer.turn
+
+    def step(self, info, step):
+        writer, index = stepping(
+            self.writer(random.Random(self.SEED * 10_000 + step), info["cwd"]), info, step
+        )
+        lines = self.outcome(writer, self.previous, step) if self.previous else []
+        self.previous, call_lines, payload = self.call(writer, index, step)
+        payload.update(transcript_path=info["files"][0], cwd=info["cwd"])
+        return appender(info["files"][0], lines + call_lines), payload
+
+    def outcome(self, writer, previous, step):
+        """The lines that end the previous call (previous is what call() returned for it)."""
+        raise NotImplementedError
+
+    def call(self, writer, index, step):
+        """(what outcome() needs later, the lines of the response making the call, its payload
+        without transcript_path and cwd)."""
+        raise NotImplementedError
+
+    def make(self, folder, size_mb, subagents):
+        project, main, subs = layout(folder, self.MAIN, self.SUBAGENTS)
+        writer = self.writer(random.Random(self.SEED), project)
+        write_until(main, size_mb * MB, self.turns(writer))
+
+        def subagent(number):
+            agent = self.AGENT.format(number)
+            sub = self.writer(random.Random(self.SUB_SEED + number), project, agent)
+            return os.path.join(subs, self.AGENT_FILE.format(agent)), self.turns(sub)
+
+        files = [main, *write_subagents(size_mb, subagents, subagent)]
+        return {"files": files, "cwd": project, "n": writer.n, "env": {}}
 
 
 # -- Claude Code --------------------------------------------------------------------------------
@@ -267,67 +348,39 @@ class ClaudeWriter:
 
 
 @host("claude")
-class Claude:
+class Claude(Transcripts):
     """`<project>/<session>.jsonl` and `<session>/subagents/agent-<id>.jsonl`."""
 
-    subagent_files = True  # one file per subagent
+    MAIN = ("transcripts", f"{ClaudeWriter.SESSION}.jsonl")
+    SUBAGENTS = ("transcripts", ClaudeWriter.SESSION, "subagents")
+    AGENT, AGENT_FILE, SEED, SUB_SEED = "a{:016x}", "agent-{}.jsonl", 1, 100
 
-    def make(self, folder, size_mb, subagents):
-        project = os.path.join(folder, "project")
-        transcripts = os.path.join(folder, "transcripts")
-        os.makedirs(project, exist_ok=True)
-        main = os.path.join(transcripts, f"{ClaudeWriter.SESSION}.jsonl")
-        sub_folder = os.path.join(transcripts, ClaudeWriter.SESSION, "subagents")
-        os.makedirs(sub_folder, exist_ok=True)
-        writer = ClaudeWriter(random.Random(1), project)
-        write_until(main, size_mb * MB, writer.turn)
-        files = [main]
-        for number in range(subagents):
-            agent = f"a{number:016x}"
-            sub = ClaudeWriter(random.Random(100 + number), project, agent)
-            path = os.path.join(sub_folder, f"agent-{agent}.jsonl")
-            write_until(path, int(size_mb * MB * SUBAGENT_SHARE), sub.turn)
-            files.append(path)
-        return {"files": files, "cwd": project, "n": writer.n, "env": {}}
+    def writer(self, rng, project, agent=None):
+        return ClaudeWriter(rng, project, agent)
 
-    def __init__(self):
-        self.previous = None
+    def outcome(self, writer, previous, step):
+        return [writer.result(previous, f"step {step}\n" + body(writer.rng, 200, 3000))]
 
-    def step(self, info, step):
-        writer = ClaudeWriter(random.Random(10_000 + step), info["cwd"])
-        writer.n = info["n"] + 10 * step
-        writer.when = now_stamp()
-        index = 10_000_000 + step
+    def call(self, writer, index, step):
         tool_id = f"toolu_01Steady{index:016d}"
-        lines = []
-        if self.previous:
-            output = f"step {step}\n" + body(writer.rng, 200, 3000)
-            lines.append(writer.result(self.previous, output))
-        lines += writer.response(index, tool_id, {"command": f"echo {step}"})
-        self.previous = tool_id
         payload = {
             "session_id": ClaudeWriter.SESSION,
-            "transcript_path": info["files"][0],
-            "cwd": info["cwd"],
             "permission_mode": "default",
             "hook_event_name": "PreToolUse",
             "tool_name": "Bash",
             "tool_input": {"command": f"echo {step}", "description": "Echo"},
             "tool_use_id": tool_id,
         }
-        return appender(info["files"][0], lines), payload
+        return tool_id, writer.response(index, tool_id, {"command": f"echo {step}"}), payload
 
 
 # -- Codex --------------------------------------------------------------------------------------
 
-_CODEX_USAGE = (
-    "input_tokens",
-    "cached_input_tokens",
-    "cache_write_input_tokens",
-    "output_tokens",
-    "reasoning_output_tokens",
-    "total_tokens",
+# The usage fields Codex writes, in its order: the reader's own list.
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "skill")
 )
+from runaway_guard.hosts.codex import _USAGE_FIELDS as _CODEX_USAGE  # noqa: E402
 
 
 class CodexWriter:
@@ -505,13 +558,13 @@ class Codex:
             return make_lines
 
         write_until(main, size_mb * MB, lines_of(writer))
-        files = [main]
-        for number in range(subagents):
+
+        def subagent(number):
             thread = f"01a22a39-{number:04x}-7000-8000-{number:012x}"
             sub = CodexWriter(random.Random(200 + number), project, thread, root)
-            path = os.path.join(day, _rollout_name(1 + number, thread))
-            write_until(path, int(size_mb * MB * SUBAGENT_SHARE), lines_of(sub))
-            files.append(path)
+            return os.path.join(day, _rollout_name(1 + number, thread)), lines_of(sub)
+
+        files = [main, *write_subagents(size_mb, subagents, subagent)]
         for number in range(4):  # other sessions' rollouts in the same day folder
             thread = f"01a22a39-ffff-7000-8000-{number:012x}"
             other = CodexWriter(random.Random(300 + number), project, thread, thread)
@@ -675,10 +728,9 @@ class Copilot:
         self.previous = None
 
     def step(self, info, step):
-        writer = CopilotWriter(random.Random(30_000 + step), info["cwd"])
-        writer.n = info["n"] + 20 * step
-        writer.when = now_stamp()
-        index = 10_000_000 + step
+        writer, index = stepping(
+            CopilotWriter(random.Random(30_000 + step), info["cwd"]), info, step
+        )
         command = {"command": f"echo {step}", "description": "echo"}
         lines = []
         if self.previous:
@@ -783,63 +835,41 @@ class GeminiWriter:
 
 
 @host("gemini")
-class Gemini:
+class Gemini(Transcripts):
     """`~/.gemini/tmp/<project>/chats/session-<time>-<id8>.jsonl`, and a subagent's
     `chats/<session id>/<agent id>.jsonl`."""
 
-    subagent_files = True
+    CHATS = ("home", ".gemini", "tmp", "project", "chats")
+    MAIN = (*CHATS, f"session-2026-11-30T00-00-{GeminiWriter.SESSION[:8]}.jsonl")
+    SUBAGENTS = (*CHATS, GeminiWriter.SESSION)
+    AGENT, AGENT_FILE, SEED, SUB_SEED = "a{:08x}-0000-4000-8000-000000000000", "{}.jsonl", 4, 400
 
-    def make(self, folder, size_mb, subagents):
-        project = os.path.join(folder, "project")
-        chats = os.path.join(folder, "home", ".gemini", "tmp", "project", "chats")
-        os.makedirs(project, exist_ok=True)
-        os.makedirs(os.path.join(chats, GeminiWriter.SESSION), exist_ok=True)
-        main = os.path.join(chats, f"session-2026-11-30T00-00-{GeminiWriter.SESSION[:8]}.jsonl")
-        writer = GeminiWriter(random.Random(4))
+    def writer(self, rng, project, agent=None):
+        return GeminiWriter(rng, agent)
 
-        def lines_of(writer):
-            def make_lines(index):
-                return ([writer.header()] if index == 0 else []) + writer.turn(index)
+    def turns(self, writer):
+        def make_lines(index):
+            return ([writer.header()] if index == 0 else []) + writer.turn(index)
 
-            return make_lines
+        return make_lines
 
-        write_until(main, size_mb * MB, lines_of(writer))
-        files = [main]
-        for number in range(subagents):
-            agent = f"a{number:08x}-0000-4000-8000-000000000000"
-            sub = GeminiWriter(random.Random(400 + number), agent)
-            path = os.path.join(chats, GeminiWriter.SESSION, f"{agent}.jsonl")
-            write_until(path, int(size_mb * MB * SUBAGENT_SHARE), lines_of(sub))
-            files.append(path)
-        return {"files": files, "cwd": project, "n": writer.n, "env": {}}
+    def outcome(self, writer, previous, step):
+        message, call_id, command = previous
+        done = dict(message, toolCalls=[writer.tool_call(call_id, command, f"{step}\n")])
+        return [dumps(done), writer.set_updated()]
 
-    def __init__(self):
-        self.previous = None
-
-    def step(self, info, step):
-        writer = GeminiWriter(random.Random(40_000 + step))
-        writer.n = info["n"] + 10 * step
-        writer.when = now_stamp()
-        index = 10_000_000 + step
-        lines = []
-        if self.previous:
-            message, call_id, command = self.previous
-            done = dict(message, toolCalls=[writer.tool_call(call_id, command, f"{step}\n")])
-            lines += [dumps(done), writer.set_updated()]
+    def call(self, writer, index, step):
         message = writer.message(index)
         call_id, command = f"run_shell_command_steady_{index}", f"echo {step}"
-        lines += [dumps(message), writer.set_updated(), writer.answered(message, call_id, command)]
-        self.previous = (message, call_id, command)
+        lines = [dumps(message), writer.set_updated(), writer.answered(message, call_id, command)]
         payload = {
             "session_id": GeminiWriter.SESSION,
-            "transcript_path": info["files"][0],
-            "cwd": info["cwd"],
             "hook_event_name": "BeforeTool",
             "timestamp": now_stamp(),
             "tool_name": "run_shell_command",
             "tool_input": {"command": command},
         }
-        return appender(info["files"][0], lines), payload
+        return (message, call_id, command), lines, payload
 
 
 # -- Qwen Code ----------------------------------------------------------------------------------
@@ -934,49 +964,25 @@ class QwenWriter:
 
 
 @host("qwen")
-class Qwen:
+class Qwen(Transcripts):
     """`~/.qwen/projects/<slug>/chats/<session>.jsonl` (every response's telemetry, the
     subagents' too) and `<slug>/subagents/<session>/agent-<id>.jsonl`."""
 
-    subagent_files = True
+    MAIN = ("home", ".qwen", "projects", "-project", "chats", f"{QwenWriter.SESSION}.jsonl")
+    SUBAGENTS = ("home", ".qwen", "projects", "-project", "subagents", QwenWriter.SESSION)
+    AGENT, AGENT_FILE = "general-purpose-call_{:012x}", "agent-{}.jsonl"
+    SEED, SUB_SEED = 5, 500
 
-    def make(self, folder, size_mb, subagents):
-        project = os.path.join(folder, "project")
-        slug = os.path.join(folder, "home", ".qwen", "projects", "-project")
-        main = os.path.join(slug, "chats", f"{QwenWriter.SESSION}.jsonl")
-        subs = os.path.join(slug, "subagents", QwenWriter.SESSION)
-        os.makedirs(project, exist_ok=True)
-        os.makedirs(os.path.dirname(main), exist_ok=True)
-        os.makedirs(subs, exist_ok=True)
-        writer = QwenWriter(random.Random(5), project)
-        write_until(main, size_mb * MB, writer.turn)
-        files = [main]
-        for number in range(subagents):
-            agent = f"general-purpose-call_{number:012x}"
-            sub = QwenWriter(random.Random(500 + number), project, agent)
-            path = os.path.join(subs, f"agent-{agent}.jsonl")
-            write_until(path, int(size_mb * MB * SUBAGENT_SHARE), sub.turn)
-            files.append(path)
-        return {"files": files, "cwd": project, "n": writer.n, "env": {}}
+    def writer(self, rng, project, agent=None):
+        return QwenWriter(rng, project, agent)
 
-    def __init__(self):
-        self.previous = None
+    def outcome(self, writer, previous, step):
+        return [writer.result(previous, f"echo {step - 1}", f"{step}\n")]
 
-    def step(self, info, step):
-        writer = QwenWriter(random.Random(50_000 + step), info["cwd"])
-        writer.n = info["n"] + 10 * step
-        writer.when = now_stamp()
-        index = 10_000_000 + step
-        lines = []
-        if self.previous:
-            lines.append(writer.result(self.previous, f"echo {step - 1}", f"{step}\n"))
+    def call(self, writer, index, step):
         call_id = f"call_steady{index:012d}"
-        lines += writer.response(index, call_id, f"echo {step}")
-        self.previous = call_id
         payload = {
             "session_id": QwenWriter.SESSION,
-            "transcript_path": info["files"][0],
-            "cwd": info["cwd"],
             "hook_event_name": "PreToolUse",
             "timestamp": now_stamp(),
             "permission_mode": "yolo",
@@ -986,7 +992,7 @@ class Qwen:
             "tool_use_id": f"toolu_{index}",
             "tool_call_id": call_id,
         }
-        return appender(info["files"][0], lines), payload
+        return call_id, writer.response(index, call_id, f"echo {step}"), payload
 
 
 # -- OpenCode -----------------------------------------------------------------------------------

@@ -246,7 +246,7 @@ def test_state_stays_small_and_keeps_each_agents_last_response(tmp_path):
     sync_once(tmp_path / "state", "claude", call)
     with ledger.Ledger(str(tmp_path / "state"), "claude", "s1") as book:
         recent = book.state["recent"]
-    assert len(recent) <= ledger._trim_after(ledger.RECENT + 41)
+    assert len(recent) <= ledger.RECENT + 41
     assert {f"a{n}-19" for n in range(40)} | {"m499"} <= recent.keys()
     assert "m0" not in recent and "a0-0" not in recent
     # a late row of an agent's last response is still a correction, not a second response

@@ -72,6 +72,20 @@ class _Watching:
         self.handle(data, start, stop)
 
 
+def each_line(data, start, stop, line, passed_over):
+    """line(raw) for each non-empty line of data[start:stop] (see tail.read_new) that
+    passed_over(data, start, end) does not claim: a reader's whole-block handler, which can judge
+    a line by its head (jsonio.head_types) without copying or scanning the rest of it."""
+    find = data.find
+    while start < stop:
+        end = find(b"\n", start, stop)
+        if end < 0:
+            end = stop
+        if end > start and not passed_over(data, start, end):
+            line(data[start:end])
+        start = end + 1
+
+
 def read_all(book, main, reader):
     """Read every file the book follows for this session, the main file last (its records may
     total the others); reader(entry) gives the line handler for one file (see tail.read_new),

@@ -15,7 +15,7 @@ from ..calls import Call, fingerprint, tool_name
 from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import head_types
 from . import hook_entry
-from ._files import LONG, first_line, local_day, number, read_all
+from ._files import LONG, each_line, first_line, local_day, number, read_all
 
 NAME = "claude"
 LABEL = "Claude Code"
@@ -279,24 +279,17 @@ class _Reader:
         """Each whole line of data[start:stop], as line() would take it, but a long line
         (tool results, mostly: most of a session's bytes) whose head names a type that cannot
         change the ledger is passed over without copying or scanning the rest of it."""
-        find = data.find
-        line = self.line
-        while start < stop:
-            end = find(b"\n", start, stop)
-            if end < 0:
-                end = stop
-            if end - start > LONG and "ver" in self.entry:
-                kind = head_types(data, start, end)[0]
-                if kind is not None and (
-                    kind not in _COUNTED
-                    or (kind == "user" and not self.ledger.expecting())
-                    or (kind == "system" and find(b'"compact_boundary"', start, end) < 0)
-                ):
-                    start = end + 1
-                    continue
-            if end > start:
-                line(data[start:end])
-            start = end + 1
+        each_line(data, start, stop, self.line, self._passed_over)
+
+    def _passed_over(self, data, start, end):
+        if end - start <= LONG or "ver" not in self.entry:
+            return False
+        kind = head_types(data, start, end)[0]
+        return kind is not None and (
+            kind not in _COUNTED
+            or (kind == "user" and not self.ledger.expecting())
+            or (kind == "system" and data.find(b'"compact_boundary"', start, end) < 0)
+        )
 
     def line(self, raw):
         # Most lines are tool results nobody waits for, progress, attachments, snapshots, and

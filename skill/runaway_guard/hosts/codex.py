@@ -20,7 +20,7 @@ from ..calls import Call, fingerprint, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import head_types
 from . import hook_entry
-from ._files import LONG, first_line, local_day, number, read_all
+from ._files import LONG, each_line, first_line, local_day, number, read_all
 
 NAME = "codex"
 LABEL = "Codex"
@@ -395,26 +395,15 @@ class _Reader:
         """Each whole line of data[start:stop], as line() would take it, but a long line whose
         head names a record that cannot matter (a response item while no call waits for its
         output, an event other than those read) is passed over unread."""
-        find = data.find
-        line = self.line
-        while start < stop:
-            end = find(b"\n", start, stop)
-            if end < 0:
-                end = stop
-            if end - start > LONG:
-                kind, inner = head_types(data, start, end, "payload")
-                if kind == "response_item":
-                    skip = not self.ledger.expecting() or (
-                        inner is not None and inner not in _OUTPUTS
-                    )
-                else:
-                    skip = kind == "event_msg" and inner is not None and inner not in _EVENTS
-                if skip:
-                    start = end + 1
-                    continue
-            if end > start:
-                line(data[start:end])
-            start = end + 1
+        each_line(data, start, stop, self.line, self._passed_over)
+
+    def _passed_over(self, data, start, end):
+        if end - start <= LONG:
+            return False
+        kind, inner = head_types(data, start, end, "payload")
+        if kind == "response_item":
+            return not self.ledger.expecting() or (inner is not None and inner not in _OUTPUTS)
+        return kind == "event_msg" and inner is not None and inner not in _EVENTS
 
     def line(self, raw):
         if b'"token_usage_record"' in raw:

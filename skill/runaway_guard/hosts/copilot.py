@@ -38,7 +38,7 @@ from .. import jsonio, pricing
 from ..calls import TOOL, Call, fingerprint, tool_name
 from ..decisions import ASK, DENY, STOP, TELL
 from ..jsonio import head_types, leading_string
-from ._files import local_day, number, read_file
+from ._files import each_line, local_day, number, read_file
 
 NAME = "copilot"
 LABEL = "Copilot CLI"
@@ -309,26 +309,18 @@ class _Reader:
         names an event that is not read (every event names its type first) is passed over, and
         a call's completion while no call waits for its outcome is read from its head alone (it
         only ends the call)."""
-        find = data.find
-        line = self.line
-        while start < stop:
-            end = find(b"\n", start, stop)
-            if end < 0:
-                end = stop
-            if end > start:
-                kind = head_types(data, start, end)[0]
-                if kind is not None and kind not in _READ:
-                    start = end + 1
-                    continue
-                if kind == "tool.execution_complete" and not self.book.expecting():
-                    call_id = leading_string(data, start, end, b'"data":{"toolCallId":"')
-                    if call_id is not None:
-                        self.pending.pop(call_id, None)
-                        start = end + 1
-                        continue
-            if end > start:
-                line(data[start:end])
-            start = end + 1
+        each_line(data, start, stop, self.line, self._passed_over)
+
+    def _passed_over(self, data, start, end):
+        kind = head_types(data, start, end)[0]
+        if kind is not None and kind not in _READ:
+            return True
+        if kind == "tool.execution_complete" and not self.book.expecting():
+            call_id = leading_string(data, start, end, b'"data":{"toolCallId":"')
+            if call_id is not None:
+                self.pending.pop(call_id, None)
+                return True
+        return False
 
     def line(self, raw):
         if b'"session.usage_record"' in raw:
