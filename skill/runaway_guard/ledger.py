@@ -157,7 +157,7 @@ class Ledger:
         self._appended = []
         self._pending_owner = {}
         self._trim_at = 2 * RECENT
-        self._kept = 0
+        self._stale = False
         self._now = round(time.time())
         self._active = None  # state["active"]: agent -> when it last booked a response
         # The quoted id of the call being judged, and whether a line read so far holds it
@@ -208,8 +208,8 @@ class Ledger:
         stale = any(
             not (isinstance(seen, (int, float)) and seen >= since) for seen in active.values()
         )
-        self._kept = -1 if stale else len(state["recent"])  # -1: trim before saving
-        self._trim_at = _trim_after(self._kept)
+        self._stale = stale  # an agent went quiet for ACTIVE: trim before saving
+        self._trim_at = _trim_after(len(state["recent"]))
 
     def _rebuild(self):
         """A fresh state whose spend is the ledger's, with every transcript to be re-read."""
@@ -267,7 +267,8 @@ class Ledger:
             finally:
                 os.close(fd)
             self._appended = []
-        if len(state["recent"]) > self._kept + RECENT or self._kept < 0:
+        # a trim keeps at most RECENT + one per active agent: trim once RECENT more built up
+        if len(state["recent"]) > 2 * RECENT + len(self._active) or self._stale:
             self._trim_recent()
         write_atomic(self.state_path, jsonio.dumps(state).encode())
 
@@ -345,8 +346,8 @@ class Ledger:
                 agents.add(agent)
         if len(kept) < len(recent):
             self.state["recent"] = {key: recent[key] for key in reversed(kept)}
-        self._kept = len(kept)
-        self._trim_at = _trim_after(self._kept)
+        self._stale = False
+        self._trim_at = _trim_after(len(kept))
 
     def _book(self, entry, sign):
         _, pusd, _, model, agent, day = entry
@@ -453,7 +454,7 @@ class Ledger:
 
 def _trim_after(kept):
     """How many recent responses a long read lets accumulate before it trims (a trim looks at
-    each one); a save trims once RECENT were added since the last."""
+    each one)."""
     return max(2 * kept, kept + RECENT)
 
 

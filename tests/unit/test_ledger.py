@@ -308,3 +308,14 @@ def test_an_outcome_reported_twice_counts_once(tmp_path):
             book.outcome("main", call_id, True, "exit 1")
             book.outcome("main", call_id, True, "exit 1")
         assert book.agent("main")["fails"] == 2
+
+
+def test_recent_responses_stay_bounded_call_after_call(tmp_path):
+    main = jsonl(tmp_path / "s1.jsonl", [assistant("m0")])
+    call = FakeCall("claude", "s1", main)
+    for n in range(1, 80):
+        jsonl(main, [assistant(f"m{n}")])
+        sync_once(tmp_path / "state", "claude", call)
+    with ledger.Ledger(str(tmp_path / "state"), "claude", "s1") as book:
+        assert len(book.state["recent"]) <= 2 * ledger.RECENT + 1
+        assert "m79" in book.state["recent"]
