@@ -298,7 +298,7 @@ def measure_prune(ctx, host, sessions=1000):
             with open(path, "w") as handle:
                 handle.write("{}" if suffix == ".json" else "")
             os.utime(path, (old, old))
-    marker = os.path.join(work, "state", "sessions", ".pruned")
+    marker = os.path.join(work, "state", ".pruned")
     plain, pruning = [], None
     for step in range(7):
         if step == 3 and os.path.exists(marker):

@@ -506,7 +506,7 @@ def prune_if_due(state_dir, now=None):
     so parallel calls do not prune too. Returns how many sessions were deleted.
     """
     now = time.time() if now is None else now
-    marker = os.path.join(state_dir, "sessions", ".pruned")
+    marker = os.path.join(state_dir, ".pruned")  # not among the sessions' folders
     try:
         if 0 <= now - os.stat(marker).st_mtime < PRUNE_EVERY:
             return 0
@@ -519,8 +519,7 @@ def prune_if_due(state_dir, now=None):
         return 0
     cutoff = now - PRUNE_AFTER
     removed = 0
-    root = os.path.dirname(marker)
-    for folder in _subfolders(root):
+    for folder in _subfolders(os.path.join(state_dir, "sessions")):
         removed += _prune_folder(folder, cutoff, ".lock")
     _prune_folder(os.path.join(state_dir, "daily"), cutoff, ".json.lock")
     return removed

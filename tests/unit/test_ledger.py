@@ -276,7 +276,7 @@ def test_old_sessions_pruned_once_a_day(tmp_path):
     folder = state_dir / "sessions" / "claude"
     (folder / "o.1.json.123.tmp").write_text("")  # left by a call killed mid-write
     (folder / "o.json").write_text("{}")  # another session whose name is a prefix
-    now = (state_dir / "sessions" / ".pruned").stat().st_mtime + 2 * ledger.PRUNE_EVERY
+    now = (state_dir / ".pruned").stat().st_mtime + 2 * ledger.PRUNE_EVERY
     aged = now - ledger.PRUNE_AFTER - 60
     for path in [*folder.glob("o.1.*"), *(state_dir / "daily").glob("2026-10-01.*")]:
         os.utime(path, (aged, aged))
@@ -294,7 +294,7 @@ def test_old_sessions_pruned_once_a_day(tmp_path):
     assert ledger.prune_if_due(str(state_dir), now + 2 * ledger.PRUNE_EVERY + 60) == 1
     assert {p.name for p in folder.iterdir()} == kept
     # A hook call prunes when due: the marker says when it last looked.
-    marker = state_dir / "sessions" / ".pruned"
+    marker = state_dir / ".pruned"
     os.utime(marker, (aged, aged))
     sync_once(state_dir, "claude", recent)
     assert marker.stat().st_mtime > aged + ledger.PRUNE_EVERY
