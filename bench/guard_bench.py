@@ -1,39 +1,35 @@
 #!/usr/bin/env python3
-"""How much one tool call pays for runaway-guard: steady state, cold first call, peak memory.
+"""What one tool call pays for runaway-guard, on every host it reads: steady, cold, memory.
 
-    python3 bench/guard_bench.py [--sizes 100,500] [--calls 30] [--quick]
+    python3 bench/guard_bench.py               # every host: 100 and 500 MB, flatness, pruning
+    python3 bench/guard_bench.py --quick       # 10 MB sessions, 10 calls: a smoke run (~10 s)
+    python3 bench/guard_bench.py --breakdown   # where a steady call's time goes, phase by phase
+    python3 bench/guard_bench.py --skill DIR   # another copy of skill/ (figures before a change)
 
-Generates (once; reused while the sizes match) Claude Code and Codex sessions under
-bench/.data/ in the shapes both hosts write: a main transcript of each size with 36 subagent
-files beside it (Claude Code: `<session>/subagents/agent-<id>.jsonl`; Codex: subagent rollouts
-in the same day folder, their `session_meta.session_id` the root's). Then, with this
-interpreter (sys.executable) and the hook command's form (`python -I -S guard.py`), it measures:
+Sessions come from bench/session_files.py (one generator per host, in the shapes each host
+writes) and are made once under bench/.data/ (gitignored), then reused. The guard runs as
+installed, `<python> -I -S guard.py`, with this interpreter; side by side in the same run:
 
-- bare: `python -c pass` and `python -I -S -c pass` (the floor every hook pays);
-- cold: the first call on the whole session with no state (the page cache is warm: the files
-  were just written or read, as a live session's are);
-- steady: one call after the host wrote what it writes before the hook runs (the previous call's
-  outcome, then the response making this call, with its usage), the state warm; the median of
-  --calls calls;
-- late: the same records written only 50 ms after the hook started, as Claude Code does (it
-  flushes every 100 ms) when the model answers at once: the guard waits for them;
-- peak memory: ru_maxrss of each guard process alone (os.wait4 gives one child's usage);
-- steady with a team configured (RUNAWAY_GUARD_TEAM and both server URLs, team and person caps
-  set, the team's figures cached: the hook reads them and starts no refresh while they are
-  fresh), interleaved call by call with the steady calls without, against a stand-in for the
-  Pushgateway and Prometheus on 127.0.0.1; its ratio to the steady call without a team.
+- floor: `<python> -I -S -c pass`, run right before each steady call (the ratio compares
+  medians of the two series, so a machine busy with other work weighs on both);
+- steady: one tool call with the state warm, after the host appended one response (usage),
+  the call and the previous call's result, stamped today (median of --calls calls);
+- cold: the first call on the whole session, no state, the page cache warm; beside it `cat`
+  of the same files, the physical floor of reading them;
+- peak RSS of the guard process alone (os.wait4 of a small launcher's child), and the size of
+  the session's state file after the steady calls;
+- flat: the steady ratio at 10, 100 and 500 MB, and with 1, 36 and 200 subagent files;
+- prune: the one call a day that deletes the state of sessions unseen for 30 days.
 
-It prints a table with ratios against both bare forms and PASS/FAIL against the targets
-(steady, with or without a team, <= 1.5x bare `python -c pass`; a team adds <= 10 % to the
-steady call; late <= the write + 50 ms; cold <= 1.5 s for 100 MB, <= 6 s for 500 MB; peak
-memory <= 64 MB). It always exits 0: it is a report. Standard library only.
+Every host in the skill's registry gets a row; a host without a generator is named as such.
+It always exits 0 (a report); standard library only.
 """
 
 import argparse
 import http.server
 import json
 import os
-import random
+import platform
 import shutil
 import statistics
 import subprocess
@@ -42,657 +38,86 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import session_files  # noqa: E402
+
 ROOT = os.path.dirname(HERE)
-GUARD = os.path.join(ROOT, "skill", "guard.py")
-DATA = os.path.join(HERE, ".data")
-SUBAGENTS = 36
-SUBAGENT_SHARE = 0.01  # each subagent file is 1% of the main transcript's size
-GEN_VERSION = 3  # bump when the generators change: old data is regenerated
+GEN_VERSION = 5  # bump when a generator changes: old data is made again
 MB = 1 << 20
 
-STEADY_FACTOR = 1.5
-TEAM_FACTOR = 1.1  # a team configured, against the same steady call without
-COLD_LIMIT = {100: 1.5, 500: 6.0}
+STEADY_RATIO = 1.3  # x `python -I -S -c pass`
+TEAM_RATIO = 1.1  # a team configured, against the same steady call without
+COLD_LIMIT = 1.0  # seconds, at 500 MB
 MEMORY_LIMIT_MB = 64
-# The late calls: the host writes the call LATE_S after its hook started; the guard must answer
-# within LATE_MARGIN_S of that write.
+STATE_LIMIT_KB = 32
+SUBAGENTS = 36
+# The late calls: the host writes the call LATE_S after its hook started (Claude Code flushes
+# every 100 ms); the guard must answer within LATE_MARGIN_S of that write.
 LATE_S, LATE_CALLS, LATE_MARGIN_S = 0.05, 10, 0.05
 
-# -- text for bodies: deterministic, cheap to slice --------------------------------------------
 
-_rng = random.Random(1234)
-_WORDS = [
-    "def",
-    "return",
-    "self",
-    "import",
-    "from",
-    "the",
-    "file",
-    "line",
-    "error",
-    "test",
-    "value",
-    "path",
-    "state",
-    "read",
-    "write",
-    "guard",
-    "json",
-    "usage",
-    "token",
-    "model",
-    "agent",
-    "call",
-    "result",
-    "output",
-    "input",
-    "cache",
-    "request",
-    "response",
-    "session",
-    "tool",
-    "if",
-    "else",
-    "for",
-    "while",
-    "try",
-    "except",
-    "class",
-    "with",
-    "open",
-    "close",
-    "os",
-    "sys",
-    "time",
-    "None",
-    "True",
-    "False",
-]
-TEXT = " ".join(_rng.choice(_WORDS) for _ in range(200_000))
-TEXT_LINES = TEXT.replace(" self ", "\n    self ").replace(" def ", "\n\ndef ")
+# -- sessions on disk, made once --------------------------------------------------------------
 
 
-def body(rng, low, high, text=TEXT_LINES):
-    size = rng.randint(low, high)
-    start = rng.randrange(0, len(text) - size - 1)
-    return text[start : start + size]
+def generation(host):
+    """The data's version: the bench's, and the generator's own (`version`, when it changed)."""
+    return f"{GEN_VERSION}.{getattr(session_files.GENERATORS[host], 'version', 0)}"
 
 
-def stamp(n):
-    return f"2026-11-30T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}.000Z"
-
-
-def dumps(record):
-    return json.dumps(record, separators=(",", ":"))
-
-
-# -- Claude Code --------------------------------------------------------------------------------
-
-CLAUDE_SESSION = "b3a1c0de-0000-4000-8000-00000000beef"
-CLAUDE_VERSION = "2.1.328"
-
-
-class ClaudeWriter:
-    """Writes one Claude Code transcript file: responses, results, and the records around them."""
-
-    def __init__(self, rng, cwd, agent=None):
-        self.rng = rng
-        self.cwd = cwd
-        self.agent = agent
-        self.n = 0
-        self.parent = None
-
-    def _base(self, kind):
-        self.n += 1
-        uuid = f"{self.n:08x}-{len(self.agent or ''):04x}-4000-8000-{self.n:012x}"
-        record = {
-            "parentUuid": self.parent,
-            "isSidechain": self.agent is not None,
-            "type": kind,
-            "uuid": uuid,
-            "timestamp": stamp(self.n),
-            "userType": "external",
-            "entrypoint": "cli",
-            "cwd": self.cwd,
-            "sessionId": CLAUDE_SESSION,
-            "version": CLAUDE_VERSION,
-            "gitBranch": "main",
-        }
-        if self.agent:
-            record["agentId"] = self.agent
-        self.parent = uuid
-        return record
-
-    def usage(self, out):
-        rng = self.rng
-        return {
-            "input_tokens": rng.randint(1, 8),
-            "cache_creation_input_tokens": rng.randint(0, 4000),
-            "cache_read_input_tokens": rng.randint(10_000, 150_000),
-            "cache_creation": {
-                "ephemeral_5m_input_tokens": 0,
-                "ephemeral_1h_input_tokens": rng.randint(0, 4000),
-            },
-            "output_tokens": out,
-            "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
-            "service_tier": "standard",
-            "inference_geo": "",
-            "iterations": [],
-            "speed": "standard",
-        }
-
-    def assistant(self, msg, model, block, usage, request):
-        record = self._base("assistant")
-        record["message"] = {
-            "id": msg,
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": [block],
-            "stop_reason": "tool_use" if block["type"] == "tool_use" else None,
-            "stop_sequence": None,
-            "usage": usage,
-        }
-        record["requestId"] = request
-        return dumps(record)
-
-    def response(self, index, tool_id, command):
-        """One API response: a thinking row (placeholder output count) and a tool_use row."""
-        rng = self.rng
-        msg = f"msg_01Bench{index:016d}{self.agent or ''}"
-        request = f"req_01Bench{index:016d}{self.agent or ''}"
-        model = "claude-sonnet-4-6" if self.agent else "claude-opus-4-8"
-        usage = self.usage(rng.randint(1, 30))
-        rows = []
-        if rng.random() < 0.7:
-            thinking = {
-                "type": "thinking",
-                "thinking": body(rng, 200, 3000),
-                "signature": "Eq" + "A" * rng.randint(300, 1200),
-            }
-            rows.append(self.assistant(msg, model, thinking, usage, request))
-        if rng.random() < 0.3:
-            text = {"type": "text", "text": body(rng, 50, 800)}
-            rows.append(self.assistant(msg, model, text, usage, request))
-        final = dict(usage, output_tokens=rng.randint(40, 2500))
-        block = {"type": "tool_use", "id": tool_id, "name": "Bash", "input": command}
-        rows.append(self.assistant(msg, model, block, final, request))
-        return rows
-
-    def result(self, tool_id, output, error=False):
-        record = self._base("user")
-        block = {"tool_use_id": tool_id, "type": "tool_result", "content": output}
-        if error:
-            block["is_error"] = True
-        record["message"] = {"role": "user", "content": [block]}
-        record["toolUseResult"] = {
-            "stdout": output,
-            "stderr": "",
-            "interrupted": False,
-            "isImage": False,
-        }
-        record["sourceToolAssistantUUID"] = self.parent
-        return dumps(record)
-
-    def progress(self, tool_id):
-        record = self._base("progress")
-        record["data"] = {
-            "type": "hook_progress",
-            "hookEvent": "PreToolUse",
-            "hookName": "PreToolUse:Bash",
-            "command": "'/usr/bin/python3' -I -S '/home/u/.claude/skills/runaway-guard/skill/"
-            "guard.py' || true",
-        }
-        record["parentToolUseID"] = tool_id
-        record["toolUseID"] = tool_id
-        return dumps(record)
-
-    def attachment(self):
-        record = self._base("attachment")
-        record["attachment"] = {
-            "type": "edited_text_file",
-            "filename": f"{self.cwd}/src/module.py",
-            "snippet": body(self.rng, 500, 4000),
-        }
-        return dumps(record)
-
-    def snapshot(self):
-        self.n += 1
-        return dumps(
-            {
-                "type": "file-history-snapshot",
-                "messageId": f"{self.n:08x}-snap",
-                "snapshot": {
-                    "messageId": f"{self.n:08x}-snap",
-                    "trackedFileBackups": {
-                        f"src/file{i}.py": {
-                            "backupFileName": f"{self.n:08x}@v{i}",
-                            "version": i,
-                            "backupTime": "2026-11-30T10:00:00.000Z",
-                        }
-                        for i in range(self.rng.randint(1, 12))
-                    },
-                    "timestamp": "2026-11-30T10:00:00.000Z",
-                },
-                "isSnapshotUpdate": False,
-            }
-        )
-
-    def turn(self, index):
-        """One tool call's worth of lines, in the order Claude Code writes them."""
-        rng = self.rng
-        tool_id = f"toolu_01Bench{index:016d}{self.agent or ''}"
-        command = {"command": f"pytest -q tests/test_{index % 97}.py", "description": "Run tests"}
-        lines = self.response(index, tool_id, command)
-        lines.append(self.progress(tool_id))
-        lines.append(self.progress(tool_id))
-        big = rng.random() < 0.02
-        output = body(rng, 100_000, 300_000) if big else body(rng, 300, 12_000)
-        lines.append(self.result(tool_id, output, error=rng.random() < 0.1))
-        if index % 5 == 0:
-            lines.append(self.attachment())
-        if index % 7 == 0:
-            lines.append(self.snapshot())
-        return lines
-
-
-def write_until(path, target, make_lines):
-    """Append generated lines to path until it holds at least target bytes."""
-    written = 0
-    index = 0
-    with open(path, "w", encoding="utf-8") as handle:
-        while written < target:
-            chunk = []
-            for _ in range(20):
-                chunk.extend(make_lines(index))
-                index += 1
-            text = "\n".join(chunk) + "\n"
-            handle.write(text)
-            written += len(text)
-    return index
-
-
-def make_claude(folder, size_mb):
-    project = os.path.join(folder, "project")
-    transcripts = os.path.join(folder, "transcripts")
-    os.makedirs(project, exist_ok=True)
-    os.makedirs(transcripts, exist_ok=True)
-    main = os.path.join(transcripts, f"{CLAUDE_SESSION}.jsonl")
-    writer = ClaudeWriter(random.Random(1), project)
-    write_until(main, size_mb * MB, writer.turn)
-    subagents = os.path.join(transcripts, CLAUDE_SESSION, "subagents")
-    os.makedirs(subagents, exist_ok=True)
-    for number in range(SUBAGENTS):
-        agent = f"a{number:016x}"
-        sub = ClaudeWriter(random.Random(100 + number), project, agent)
-        path = os.path.join(subagents, f"agent-{agent}.jsonl")
-        write_until(path, int(size_mb * MB * SUBAGENT_SHARE), sub.turn)
-    return {"main": main, "cwd": project, "session": CLAUDE_SESSION, "writer_n": writer.n}
-
-
-class ClaudeSteps:
-    """Tool calls as Claude Code writes them: the previous call's result, then the response that
-    makes the new call (its rows and the hook's progress record); and the new call's payload."""
-
-    def __init__(self, info):
-        self.info = info
-        self.previous = None
-
-    def next(self, step):
-        info = self.info
-        writer = ClaudeWriter(random.Random(10_000 + step), info["cwd"])
-        writer.n = info["writer_n"] + 10 * step
-        index = 10_000_000 + step
-        tool_id = f"toolu_01Steady{index:016d}"
-        lines = []
-        if self.previous:
-            output = f"step {step}\n" + body(writer.rng, 200, 3000)
-            lines.append(writer.result(self.previous, output))
-        lines += writer.response(index, tool_id, {"command": f"echo {step}"})
-        lines.append(writer.progress(tool_id))
-        self.previous = tool_id
-        payload = {
-            "session_id": info["session"],
-            "transcript_path": info["main"],
-            "cwd": info["cwd"],
-            "permission_mode": "default",
-            "hook_event_name": "PreToolUse",
-            "tool_name": "Bash",
-            "tool_input": {"command": f"echo {step}", "description": "Echo"},
-            "tool_use_id": tool_id,
-        }
-        return lines, payload
-
-
-# -- Codex --------------------------------------------------------------------------------------
-
-CODEX_ROOT = "01a22a39-0000-7000-8000-00000000beef"
-BASE_INSTRUCTIONS = TEXT[:20_000]
-
-
-class CodexWriter:
-    """Writes one Codex rollout: session_meta, turn_context, calls, usage records, outputs."""
-
-    def __init__(self, rng, cwd, thread, root, model="gpt-5.5"):
-        self.rng = rng
-        self.cwd = cwd
-        self.thread = thread
-        self.root = root
-        self.model = model
-        self.ordinal = 0
-        self.total = dict.fromkeys(
-            (
-                "input_tokens",
-                "cached_input_tokens",
-                "cache_write_input_tokens",
-                "output_tokens",
-                "reasoning_output_tokens",
-                "total_tokens",
-            ),
-            0,
-        )
-        self.turn_id = f"{thread[:-4]}t000"
-
-    def _line(self, kind, payload):
-        self.ordinal += 1
-        return dumps(
-            {
-                "timestamp": stamp(self.ordinal),
-                "ordinal": self.ordinal,
-                "type": kind,
-                "payload": payload,
-            }
-        )
-
-    def meta(self):
-        payload = {
-            "account_scoped": True,
-            "session_id": self.root,
-            "id": self.thread,
-            "timestamp": "2026-11-30T00:00:00.000Z",
-            "cwd": self.cwd,
-            "originator": "codex_cli_rs",
-            "cli_version": "0.169.0",
-            "source": "cli" if self.thread == self.root else {"subagent": {}},
-            "model_provider": "openai",
-            "base_instructions": {"text": BASE_INSTRUCTIONS},
-        }
-        if self.thread != self.root:
-            payload["parent_thread_id"] = self.root
-        return [self._line("session_meta", payload)]
-
-    def turn_context(self, index):
-        self.turn_id = f"{self.thread[:-8]}{index:08x}"
-        return self._line(
-            "turn_context",
-            {
-                "turn_id": self.turn_id,
-                "cwd": self.cwd,
-                "approval_policy": "on-request",
-                "model": self.model,
-                "effort": "medium",
-                "summary": "auto",
-                "sandbox_policy": {"type": "workspace-write"},
-            },
-        )
-
-    def call(self, index, call_id, command, output, exit_code):
-        return self.call_head(index, call_id, command) + self.call_tail(
-            index, call_id, command, output, exit_code
-        )
-
-    def call_head(self, index, call_id, command):
-        """What Codex writes before it runs the call's hook: the response and its usage."""
-        rng = self.rng
-        lines = []
-        if index % 20 == 0:
-            lines.append(self.turn_context(index))
-        lines.append(
-            self._line(
-                "response_item",
-                {
-                    "type": "reasoning",
-                    "summary": [],
-                    "encrypted_content": "gAAAA" + "B" * rng.randint(500, 4000),
-                },
-            )
-        )
-        lines.append(
-            self._line(
-                "response_item",
-                {
-                    "type": "function_call",
-                    "status": "completed",
-                    "name": "exec_command",
-                    "arguments": json.dumps({"cmd": command}),
-                    "call_id": call_id,
-                },
-            )
-        )
-        usage = {
-            "input_tokens": rng.randint(5_000, 150_000),
-            "cached_input_tokens": 0,
-            "cache_write_input_tokens": 0,
-            "output_tokens": rng.randint(20, 3000),
-            "reasoning_output_tokens": 0,
-        }
-        usage["cached_input_tokens"] = usage["input_tokens"] * 9 // 10
-        usage["reasoning_output_tokens"] = usage["output_tokens"] // 2
-        usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
-        for key, value in usage.items():
-            self.total[key] += value
-        self.last_usage = usage
-        lines.append(
-            self._line(
-                "token_usage_record",
-                {
-                    "thread_id": self.thread,
-                    "turn_id": self.turn_id,
-                    "session_id": self.root,
-                    "response_id": f"resp_{self.thread[-12:]}{index:012d}",
-                    "usage": usage,
-                    "thread_token_usage": dict(self.total),
-                },
-            )
-        )
-        return lines
-
-    def call_tail(self, index, call_id, command, output, exit_code):
-        """What Codex writes once the call ran: its outcome and the running token count."""
-        lines = []
-        lines.append(
-            self._line(
-                "event_msg",
-                {
-                    "type": "item_completed",
-                    "thread_id": self.thread,
-                    "turn_id": self.turn_id,
-                    "item": {
-                        "type": "CommandExecution",
-                        "id": call_id,
-                        "command": ["/bin/bash", "-lc", command],
-                        "cwd": "file://" + self.cwd,
-                        "status": "completed" if exit_code == 0 else "failed",
-                        "aggregated_output": output,
-                        "exit_code": exit_code,
-                    },
-                },
-            )
-        )
-        lines.append(
-            self._line(
-                "response_item",
-                {
-                    "type": "function_call_output",
-                    "call_id": call_id,
-                    "output": f"Chunk ID: {index:06x}\nWall time: 0.1000 seconds\n"
-                    f"Process exited with code {exit_code}\nOriginal token count: 99\n"
-                    f"Output:\n{output}",
-                },
-            )
-        )
-        lines.append(
-            self._line(
-                "event_msg",
-                {
-                    "type": "token_count",
-                    "info": {
-                        "total_token_usage": dict(self.total),
-                        "last_token_usage": self.last_usage,
-                        "model_context_window": 258400,
-                    },
-                    "rate_limits": {"limit_id": "codex", "primary": None, "secondary": None},
-                },
-            )
-        )
-        return lines
-
-    def turn(self, index):
-        rng = self.rng
-        big = rng.random() < 0.02
-        output = body(rng, 100_000, 300_000) if big else body(rng, 300, 12_000)
-        call_id = f"call_{self.thread[-12:]}{index:012d}"
-        return self.call(
-            index, call_id, f"pytest -q t{index % 97}", output, int(rng.random() < 0.1)
-        )
-
-
-def rollout_name(second, thread):
-    return f"rollout-2026-11-30T10-00-{second:02d}-{thread}.jsonl"
-
-
-def make_codex(folder, size_mb):
-    project = os.path.join(folder, "project")
-    day = os.path.join(folder, "home", "sessions", "2026", "11", "30")
-    os.makedirs(project, exist_ok=True)
-    os.makedirs(day, exist_ok=True)
-    main = os.path.join(day, rollout_name(0, CODEX_ROOT))
-    writer = CodexWriter(random.Random(2), project, CODEX_ROOT, CODEX_ROOT)
-
-    def main_lines(index):
-        head = [*writer.meta(), writer.turn_context(0)] if index == 0 else []
-        return head + writer.turn(index)
-
-    write_until(main, size_mb * MB, main_lines)
-    for number in range(SUBAGENTS):
-        thread = f"01a22a39-{number:04x}-7000-8000-0000000000{number:02x}"
-        sub = CodexWriter(random.Random(200 + number), project, thread, CODEX_ROOT)
-
-        def sub_lines(index, sub=sub):
-            head = [*sub.meta(), sub.turn_context(0)] if index == 0 else []
-            return head + sub.turn(index)
-
-        path = os.path.join(day, rollout_name(1 + number, thread))
-        write_until(path, int(size_mb * MB * SUBAGENT_SHARE), sub_lines)
-    for number in range(4):  # other sessions' rollouts in the same day folder
-        thread = f"01a22a39-ffff-7000-8000-0000000000{number:02x}"
-        other = CodexWriter(random.Random(300 + number), project, thread, thread)
-        with open(os.path.join(day, rollout_name(50 + number, thread)), "w") as handle:
-            handle.write("\n".join(other.meta() + other.turn(0)) + "\n")
-    return {"main": main, "cwd": project, "session": CODEX_ROOT, "ordinal": writer.ordinal}
-
-
-class CodexSteps:
-    """Tool calls as Codex writes them: the previous call's outcome, then the response with the
-    new call and its usage (Codex writes these before the hook runs); and the call's payload."""
-
-    def __init__(self, info):
-        self.info = info
-        self.writer = CodexWriter(random.Random(20_000), info["cwd"], CODEX_ROOT, CODEX_ROOT)
-        self.writer.ordinal = info["ordinal"]
-        self.previous = None
-
-    def next(self, step):
-        writer = self.writer
-        index = 10_000_000 + step
-        call_id = f"call_steady{index:012d}"
-        lines = []
-        if self.previous:
-            done = f"echo {step - 1}"
-            lines += writer.call_tail(index - 1, self.previous, done, f"step {step - 1}\n", 0)
-        lines += writer.call_head(index, call_id, f"echo {step}")
-        self.previous = call_id
-        payload = {
-            "session_id": CODEX_ROOT,
-            "turn_id": f"{CODEX_ROOT[:-8]}00000000",
-            "transcript_path": self.info["main"],
-            "cwd": self.info["cwd"],
-            "hook_event_name": "PreToolUse",
-            "model": "gpt-5.5",
-            "permission_mode": "default",
-            "tool_name": "Bash",
-            "tool_input": {"command": f"echo {step}"},
-            "tool_use_id": call_id,
-        }
-        return lines, payload
-
-
-HOSTS = {"claude": (make_claude, ClaudeSteps), "codex": (make_codex, CodexSteps)}
-
-
-# -- data on disk, reused ----------------------------------------------------------------------
-
-
-def files_of(info):
-    if "claude" in info["main"]:
-        folder = os.path.join(os.path.dirname(info["main"]), info["session"], "subagents")
-    else:
-        folder = os.path.dirname(info["main"])
-    extra = sorted(os.path.join(folder, n) for n in os.listdir(folder))
-    return [info["main"]] + [p for p in extra if p != info["main"]]
-
-
-def session_data(host, size_mb):
-    """The generated session of this host and size: made once, then reused (appends undone)."""
-    folder = os.path.join(DATA, f"{host}-{size_mb}mb")
+def session_data(data_dir, host, size_mb, subagents):
+    """The generated session (info dict), made once and then reused with appends undone."""
+    folder = os.path.join(data_dir, f"{host}-{size_mb}mb-{subagents}")
     meta_path = os.path.join(folder, "meta.json")
     info = None
     try:
         with open(meta_path) as handle:
             info = json.load(handle)
-        if info.get("gen") != GEN_VERSION:
+        if info.get("gen") != generation(host) or any(
+            os.path.getsize(path) < size for path, size in info["sizes"].items()
+        ):
             info = None
-        else:
-            for path, size in info["sizes"].items():
-                if os.path.getsize(path) < size:
-                    info = None
-                    break
-    except (OSError, ValueError):
+    except (OSError, ValueError, KeyError):
         info = None
     if info is None:
         shutil.rmtree(folder, ignore_errors=True)
         os.makedirs(folder)
-        print(f"generating {host} {size_mb} MB session in {folder} ...", flush=True)
+        print(f"making a {host} session of {size_mb} MB + {subagents} ...", flush=True)
         started = time.monotonic()
-        info = HOSTS[host][0](folder, size_mb)
-        info["gen"] = GEN_VERSION
-        info["sizes"] = {path: os.path.getsize(path) for path in files_of(info)}
+        info = session_files.GENERATORS[host]().make(folder, size_mb, subagents)
+        info["gen"] = generation(host)
+        info["sizes"] = {path: os.path.getsize(path) for path in info["files"]}
         with open(meta_path, "w") as handle:
             json.dump(info, handle)
         print(f"  done in {time.monotonic() - started:.1f} s", flush=True)
-    for path, size in info["sizes"].items():
-        if os.path.getsize(path) != size:
-            os.truncate(path, size)  # undo a previous run's steady-state appends
+    info["host"] = host
+    undo_appends(info)
     return info
 
 
+def undo_appends(info):
+    undo = getattr(session_files.GENERATORS[info["host"]], "undo", None)
+    if undo is not None:
+        undo(info)
+        return
+    for path, size in info["sizes"].items():
+        if os.path.getsize(path) != size:
+            os.truncate(path, size)
+
+
 def warm_cache(info):
-    """Read every file once so the cold call measures the guard, not the disk."""
+    """Read every file once, so the cold call measures the guard and not the disk."""
     for path in info["sizes"]:
         with open(path, "rb") as handle:
             while handle.read(16 * MB):
                 pass
 
 
-# -- running one process alone ------------------------------------------------------------------
-
+# -- one process alone -------------------------------------------------------------------------
 
 # The child is started by a small launcher, not by this process: on Linux a child's ru_maxrss
-# starts at the RSS of the process that forked it (exec keeps the high-water mark), so forking
-# from this big process would report this process's size. The launcher (python -I -S, ~8 MB)
-# forks, execs the command, feeds its stdin, and reports the child's own wall time and
-# os.wait4 usage.
+# starts at the RSS of the process that forked it (exec keeps the high-water mark). The launcher
+# (python -I -S, ~8 MB) forks, execs the command, feeds its stdin and reports the child's own wall
+# time and os.wait4 usage.
 LAUNCHER = r"""
 import os, sys, time
 data = sys.stdin.buffer.read()
@@ -707,7 +132,7 @@ if pid == 0:
     os.dup2(out, 1)
     os.dup2(err, 2)
     os.close(write_end)
-    os.execv(argv[0], argv)
+    os.execvp(argv[0], argv)
 os.close(read_end)
 try:
     os.write(write_end, data)
@@ -721,36 +146,169 @@ print(elapsed, usage.ru_maxrss, code)
 """
 
 
-def run_alone(argv, data=b"", env=None):
-    """(wall seconds, peak RSS in MB, exit code, stdout, stderr) of one child process alone."""
-    out_path = os.path.join(DATA, "child.out")
-    err_path = os.path.join(DATA, "child.err")
-    launcher = [sys.executable, "-I", "-S", "-c", LAUNCHER, out_path, err_path, *argv]
-    done = subprocess.run(launcher, input=data, capture_output=True, env=env, check=True)
-    elapsed, maxrss, code = done.stdout.split()
-    with open(out_path, "rb") as handle:
-        out = handle.read()
-    with open(err_path, "rb") as handle:
-        err = handle.read()
-    # ru_maxrss is in KiB on Linux, in bytes on macOS.
-    rss_mb = int(maxrss) / (MB if sys.platform == "darwin" else 1024)
-    return float(elapsed), rss_mb, int(code), out, err
+class Runner:
+    def __init__(self, data_dir):
+        self.out = os.path.join(data_dir, "child.out")
+        self.err = os.path.join(data_dir, "child.err")
+
+    def run(self, argv, data=b"", env=None, out=None):
+        """(wall seconds, peak RSS in MB, exit code, stdout, stderr) of one process alone."""
+        out = out or self.out
+        launcher = [sys.executable, "-I", "-S", "-c", LAUNCHER, out, self.err, *argv]
+        done = subprocess.run(launcher, input=data, capture_output=True, env=env, check=True)
+        elapsed, maxrss, code = done.stdout.split()
+        stdout = b""
+        if out == self.out:
+            with open(out, "rb") as handle:
+                stdout = handle.read()
+        with open(self.err, "rb") as handle:
+            stderr = handle.read()
+        rss_mb = int(maxrss) / (MB if sys.platform == "darwin" else 1024)  # bytes on macOS
+        return float(elapsed), rss_mb, int(code), stdout, stderr
 
 
-def bare(flags, runs):
-    """(median wall seconds, peak RSS in MB) of an interpreter that does nothing."""
-    results = [run_alone([sys.executable, *flags, "-c", "pass"]) for _ in range(runs)]
-    return statistics.median(r[0] for r in results), max(r[1] for r in results)
+def check(result, what):
+    _, _, code, out, err = result
+    if code != 0 or err.strip():
+        print(f"  ! {what}: exit {code}, stderr {err[-300:]!r}")
+    if out.strip():
+        json.loads(out)  # one valid answer, or nothing
 
 
-def guard_env(state_dir, home):
-    return {
+def guard_env(work, info):
+    home = os.path.join(work, "home")
+    os.makedirs(home, exist_ok=True)
+    env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": home,
         "XDG_CONFIG_HOME": os.path.join(home, ".config"),
-        "RUNAWAY_GUARD_STATE_DIR": state_dir,
+        "RUNAWAY_GUARD_STATE_DIR": os.path.join(work, "state"),
         "RUNAWAY_GUARD_MAX_USD": "0",  # the common path: no cap hit, no answer
     }
+    env.update(info.get("env") or {})
+    return env
+
+
+def state_files(work):
+    found = []
+    for folder, _, names in os.walk(os.path.join(work, "state", "sessions")):
+        found.extend(os.path.join(folder, name) for name in names)
+    return found
+
+
+# -- measuring one session ---------------------------------------------------------------------
+
+
+class Series:
+    """One series of calls on a session: each step's lines appended, then the guard run."""
+
+    def __init__(self, ctx, host, info, env):
+        self.ctx, self.info, self.env = ctx, info, env
+        self.generator = session_files.GENERATORS[host]()
+        self.guard = [sys.executable, "-I", "-S", ctx.guard]
+        self.step = 0
+
+    def call(self, env=None, late=None):
+        """Run the guard on the next call; late: write its lines that many seconds after the
+        hook started instead of before."""
+        write, payload = self.generator.step(self.info, self.step)
+        self.step += 1
+        writer = None
+        if late is None:
+            write()
+        else:
+            writer = threading.Timer(late, write)
+            writer.start()
+        result = self.ctx.runner.run(self.guard, json.dumps(payload).encode(), env or self.env)
+        if writer:
+            writer.join()
+        check(result, f"{os.path.basename(self.env['RUNAWAY_GUARD_STATE_DIR'])} call")
+        return result
+
+
+def measure(ctx, host, size_mb, subagents, full=True):
+    """One session: cold (twice, the best) and cat; then the steady calls, each right after the
+    floor; with full, also the calls with a team configured and the late ones."""
+    info = session_data(ctx.data, host, size_mb, subagents)
+    warm_cache(info)
+    work = os.path.join(ctx.data, "run", f"{host}-{size_mb}-{subagents}")
+    row = {"host": host, "size": size_mb, "subagents": subagents, "files": len(info["files"])}
+    row["bytes"] = sum(info["sizes"].values())
+    if full:
+        colds, rss = [], []
+        for _ in range(2):
+            shutil.rmtree(work, ignore_errors=True)
+            result = Series(ctx, host, info, guard_env(work, info)).call()
+            colds.append(result[0])
+            rss.append(result[1])
+            undo_appends(info)
+        row["cold"], row["cold_rss"] = min(colds), max(rss)
+        cats = [ctx.runner.run(["cat", *info["files"]], out=os.devnull)[0] for _ in range(3)]
+        row["cat"] = min(cats)
+    shutil.rmtree(work, ignore_errors=True)
+    env = guard_env(work, info)
+    series = Series(ctx, host, info, env)
+    series.call()  # the first call: the cold read
+    with_team = None
+    if full:
+        with_team = team_env(env, ctx.team_url)
+        series.call(with_team)  # starts the refresh that fills the team's cache
+        cache = os.path.join(work, "state", "team", "cache.json")
+        deadline = time.monotonic() + 10
+        while not os.path.exists(cache) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    floors, steadies, rss, teams = [], [], [], []
+    for _ in range(ctx.calls):
+        floors.append(ctx.runner.run([sys.executable, "-I", "-S", "-c", "pass"])[0])
+        result = series.call()
+        steadies.append(result[0])
+        rss.append(result[1])
+        if with_team:
+            teams.append(series.call(with_team)[0])
+    row["floor"] = statistics.median(floors)
+    row["steady"] = statistics.median(steadies)
+    # each call against the floor just before it: the machine's load drifts less between two
+    # neighbouring runs than across the whole series
+    row["ratio"] = statistics.median(s / f for s, f in zip(steadies, floors))
+    row["steady_rss"] = max(rss)
+    if with_team:
+        row["team_ratio"] = statistics.median(t / s for t, s in zip(teams, steadies))
+        late = [series.call(late=LATE_S)[0] for _ in range(min(LATE_CALLS, ctx.calls))]
+        row["late"] = statistics.median(late)
+    files = state_files(work)
+    row["state"] = sum(os.path.getsize(p) for p in files if p.endswith(".json"))
+    row["ledger"] = sum(os.path.getsize(p) for p in files if p.endswith(".ledger"))
+    undo_appends(info)
+    return row
+
+
+def measure_prune(ctx, host, sessions=1000):
+    """The call that prunes (once a day) against the calls around it, with `sessions` old
+    sessions' files in the state dir."""
+    info = session_data(ctx.data, host, 10, 1)
+    work = os.path.join(ctx.data, "run", "prune")
+    shutil.rmtree(work, ignore_errors=True)
+    series = Series(ctx, host, info, guard_env(work, info))
+    series.call()
+    folder = os.path.join(work, "state", "sessions", host)
+    old = time.time() - 40 * 86400
+    for number in range(sessions):
+        for suffix in (".json", ".ledger", ".lock"):
+            path = os.path.join(folder, f"old-{number:05d}{suffix}")
+            with open(path, "w") as handle:
+                handle.write("{}" if suffix == ".json" else "")
+            os.utime(path, (old, old))
+    marker = os.path.join(work, "state", ".pruned")
+    plain, pruning = [], None
+    for step in range(7):
+        if step == 3 and os.path.exists(marker):
+            os.utime(marker, (old, old))
+            pruning = series.call()[0]
+        else:
+            plain.append(series.call()[0])
+    left = len([n for n in os.listdir(folder) if n.startswith("old-")])
+    undo_appends(info)
+    return statistics.median(plain), pruning or float("nan"), sessions, left
 
 
 # -- a team configured: a stand-in for the Pushgateway and Prometheus ----------------------------
@@ -794,211 +352,309 @@ def team_env(env, url):
     }
 
 
-def check(result, what):
-    _, _, code, out, err = result
-    if code != 0 or err.strip():
-        print(f"  ! {what}: exit {code}, stderr {err[-300:]!r}")
-    if out.strip():
-        json.loads(out)  # one valid answer, or nothing
+# -- the report ----------------------------------------------------------------------------------
 
 
-def append(path, lines):
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write("\n".join(lines) + "\n")
+def machine():
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (
+        f"{platform.system()} {platform.release()}, {os.cpu_count()} cores ({cpu}), "
+        f"load {load:.1f}; {platform.python_implementation()} {platform.python_version()} "
+        f"({sys.executable})"
+    )
 
 
-def bench_session(host, size_mb, calls, team_url, guard):
-    info = session_data(host, size_mb)
-    warm_cache(info)
-    work = os.path.join(DATA, "run", f"{host}-{size_mb}")
-    shutil.rmtree(work, ignore_errors=True)
-    state_dir = os.path.join(work, "state")
-    home = os.path.join(work, "home")
-    os.makedirs(home)
-    env = guard_env(state_dir, home)
-    argv = [sys.executable, "-I", "-S", guard]
-    steps = HOSTS[host][1](info)
-
-    lines, payload = steps.next(0)
-    append(info["main"], lines)
-    cold = run_alone(argv, json.dumps(payload).encode(), env)
-    check(cold, f"{host} {size_mb} MB cold")
-    state = os.path.join(state_dir, "sessions", host)
-    state_files = [n for n in os.listdir(state) if n.endswith(".json")]
-    with open(os.path.join(state, state_files[0])) as handle:
-        saved = json.load(handle)
-    spend = saved["spend"]["total"] / 1e12
-
-    # A team configured: its first call starts the refresh that fills the team's cache.
-    with_team = team_env(env, team_url)
-    lines, payload = steps.next(1)
-    append(info["main"], lines)
-    check(run_alone(argv, json.dumps(payload).encode(), with_team), "team first call")
-    cache = os.path.join(state_dir, "team", "cache.json")
-    deadline = time.monotonic() + 10
-    while not os.path.exists(cache) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if not os.path.exists(cache):
-        print(f"  ! {host} {size_mb} MB: the team's refresh wrote no cache")
-
-    steady_times, steady_rss, team_times, team_rss = [], [], [], []
-    for step in range(2, 2 * calls + 2):  # without a team and with one, call by call
-        lines, payload = steps.next(step)
-        append(info["main"], lines)
-        teamed = step % 2
-        result = run_alone(argv, json.dumps(payload).encode(), with_team if teamed else env)
-        check(result, f"{host} {size_mb} MB steady{' with a team' if teamed else ''}")
-        (team_times if teamed else steady_times).append(result[0])
-        (team_rss if teamed else steady_rss).append(result[1])
-    # late: the host writes the previous outcome and this call only LATE_S after the hook
-    # started, as Claude Code does for a model that answers at once: the guard waits for them
-    late_times = []
-    for step in range(2 * calls + 2, 2 * calls + 2 + LATE_CALLS):
-        lines, payload = steps.next(step)
-        writer = threading.Timer(LATE_S, append, (info["main"], lines))
-        writer.start()
-        result = run_alone(argv, json.dumps(payload).encode(), env)
-        writer.join()
-        check(result, f"{host} {size_mb} MB late")
-        late_times.append(result[0])
-    total_bytes = sum(os.path.getsize(p) for p in info["sizes"])
-    for path, size in info["sizes"].items():
-        os.truncate(path, size)
-    return {
-        "host": host,
-        "size": size_mb,
-        "bytes": total_bytes,
-        "files": len(info["sizes"]),
-        "cold": cold[0],
-        "cold_rss": cold[1],
-        "steady": statistics.median(steady_times),
-        "steady_rss": max(steady_rss),
-        "late": statistics.median(late_times),
-        "team": statistics.median(team_times),
-        "team_rss": max(team_rss),
-        # Each call with a team against the call without just before it: the machine's load
-        # drifts less between two neighbouring calls than across the whole run.
-        "team_ratio": statistics.median(t / p for t, p in zip(team_times, steady_times)),
-        "spend": spend,
-    }
-
-
-# -- the report ---------------------------------------------------------------------------------
+def fmt_time(seconds):
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
 def verdict(ok):
     return "PASS" if ok else "FAIL"
 
 
-def report(rows, plain, isolated, calls, guard=GUARD):
-    (bare_plain, rss_plain), (bare_isolated, rss_isolated) = plain, isolated
+def report(ctx, rows, flats, prune, missing):
     print()
-    print(f"python: {sys.executable} ({sys.version.split()[0]}), guard: {guard}")
+    print(f"machine: {machine()}")
+    print(f"guard: {ctx.guard}")
     print(
-        f"bare `python -c pass`: {bare_plain * 1000:.1f} ms, {rss_plain:.1f} MB; "
-        f"bare `python -I -S -c pass`: {bare_isolated * 1000:.1f} ms, {rss_isolated:.1f} MB "
-        "(medians; a child's RSS is at least its launcher's, ~8 MB)"
-    )
-    print(f"steady = median of {calls} calls, each after one result + one response appended")
-    print(
-        f"team = median of {calls} steady calls with a team configured (its figures cached), "
-        "interleaved with those"
-    )
-    print(
-        f"late = median of {LATE_CALLS} calls whose result + response the host writes "
-        f"{LATE_S * 1000:.0f} ms after the hook started (a model that answers at once)"
+        f"steady: median of {ctx.calls} calls, each right after `python -I -S -c pass` (the "
+        "floor; ratio: the median of each call's ratio to its floor); cold: the first call, no "
+        "state, best of 2; cat: the same files; team: a team configured, each call against the "
+        f"steady call before it; late: the host writes the call {LATE_S * 1000:.0f} ms after "
+        "the hook started"
     )
     print()
     header = (
-        f"| {'session':<20} | {'what':<7} | {'time':>9} | {'x bare':>6} | {'x bare -I -S':>12} "
-        f"| {'peak RSS':>8} | {'target':<22} | {'result':<6} |"
+        "| host     | session     |  steady |   floor | ratio |    cold |     cat | peak RSS "
+        "|   state |  team |    late | result |"
     )
     print(header)
-    print("|" + "|".join("-" * (len(part)) for part in header.split("|")[1:-1]) + "|")
+    print("|" + "|".join("-" * len(part) for part in header.split("|")[1:-1]) + "|")
     failures = 0
     for row in rows:
-        name = f"{row['host']} {row['size']} MB+{row['files'] - 1}"
-        limit = COLD_LIMIT.get(row["size"], row["size"] * 0.012)
+        rss = max(row["steady_rss"], row.get("cold_rss", 0))
         checks = [
-            (
-                "steady",
-                row["steady"],
-                row["steady_rss"],
-                f"<= {STEADY_FACTOR}x bare, <= {MEMORY_LIMIT_MB} MB",
-                row["steady"] <= STEADY_FACTOR * bare_plain
-                and row["steady_rss"] <= MEMORY_LIMIT_MB,
-            ),
-            (
-                "team",
-                row["team"],
-                row["team_rss"],
-                f"<= {TEAM_FACTOR}x steady",
-                row["team_ratio"] <= TEAM_FACTOR
-                and row["team"] <= STEADY_FACTOR * bare_plain
-                and row["team_rss"] <= MEMORY_LIMIT_MB,
-            ),
-            (
-                "cold",
-                row["cold"],
-                row["cold_rss"],
-                f"<= {limit:g} s, <= {MEMORY_LIMIT_MB} MB",
-                row["cold"] <= limit and row["cold_rss"] <= MEMORY_LIMIT_MB,
-            ),
-            (
-                "late",
-                row["late"],
-                row["steady_rss"],
-                f"<= write + {LATE_MARGIN_S * 1000:.0f} ms",
-                row["late"] <= LATE_S + LATE_MARGIN_S,
-            ),
+            row["ratio"] <= STEADY_RATIO,
+            row["state"] <= STATE_LIMIT_KB * 1024,
+            rss <= MEMORY_LIMIT_MB,
+            row["team_ratio"] <= TEAM_RATIO,
+            row["late"] <= LATE_S + LATE_MARGIN_S,
         ]
-        for what, seconds, rss, target, ok in checks:
-            failures += not ok
-            shown = f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
-            print(
-                f"| {name:<20} | {what:<7} | {shown:>9} | {seconds / bare_plain:>6.2f} "
-                f"| {seconds / bare_isolated:>12.2f} | {rss:>5.1f} MB | {target:<22} "
-                f"| {verdict(ok):<6} |"
-            )
+        if row["size"] >= 500:
+            checks.append(row["cold"] <= COLD_LIMIT)
+        failures += not all(checks)
+        session = f"{row['size']} MB + {row['subagents']}"
+        print(
+            f"| {row['host']:<8} | {session:<11} | {fmt_time(row['steady']):>7} "
+            f"| {fmt_time(row['floor']):>7} | {row['ratio']:>5.2f} "
+            f"| {fmt_time(row['cold']):>7} | {fmt_time(row['cat']):>7} | {rss:>5.1f} MB "
+            f"| {row['state'] / 1024:>4.1f} KB | {row['team_ratio']:>5.2f} "
+            f"| {fmt_time(row['late']):>7} | {verdict(all(checks)):<6} |"
+        )
     print()
+    print(
+        f"targets: steady <= {STEADY_RATIO}x the floor; cold <= {COLD_LIMIT:g} s at 500 MB; "
+        f"peak RSS <= {MEMORY_LIMIT_MB} MB; state <= {STATE_LIMIT_KB} KB; a team adds <= "
+        f"{(TEAM_RATIO - 1) * 100:.0f} %; late <= the write + {LATE_MARGIN_S * 1000:.0f} ms"
+    )
     for row in rows:
         print(
-            f"{row['host']} {row['size']} MB: {row['bytes'] / MB:.0f} MB in {row['files']} files, "
-            f"ledger total ${row['spend']:,.2f}; a team configured: steady "
-            f"x{row['team_ratio']:.2f} (median of each call's ratio to the one before it); "
-            f"a late call took {row['late'] * 1000:.1f} ms "
-            f"(the host wrote at {LATE_S * 1000:.0f} ms)"
+            f"  {row['host']} {row['size']} MB: {row['bytes'] / MB:.0f} MB in {row['files']} "
+            f"files; ledger {row['ledger'] / 1024:.0f} KB"
         )
+    if flats:
+        print()
+        print("flat: the steady ratio as the session grows (36 subagents) and as its files do")
+        for host, by_size, by_files, state in flats:
+            sizes = ", ".join(f"{size} MB {ratio:.2f}" for size, ratio in by_size)
+            files = ", ".join(f"{count} files {ratio:.2f}" for count, ratio in by_files)
+            if state:
+                files += f" (state {state / 1024:.0f} KB)"
+            spread = [ratio for _, ratio in by_size + by_files]
+            ok = max(spread) <= STEADY_RATIO
+            failures += not ok
+            print(f"  {host:<8} {sizes}; {files or 'one file: n/a'}  {verdict(ok)}")
+    if prune:
+        plain, pruning, sessions, left = prune
+        print()
+        print(
+            f"prune: the day's first call deleted {sessions - left} of {sessions} sessions unseen "
+            f"for 40 days in {fmt_time(pruning)} (calls around it: {fmt_time(plain)})"
+        )
+    for name, why in missing:
+        print(f"  {name}: not measured ({why})")
     print()
     print("all targets met" if not failures else f"FAIL: {failures} row(s) missed a target")
 
 
+# -- where the time goes ---------------------------------------------------------------------------
+
+PHASES = r"""
+import sys, time
+T0 = time.perf_counter()
+import os
+T1 = time.perf_counter()
+sys.path.insert(0, SKILL)
+STATS = [0]
+_stat = os.stat
+def counted_stat(*args, **kwargs):
+    STATS[0] += 1
+    return _stat(*args, **kwargs)
+os.stat = counted_stat
+from runaway_guard import config, hook, hosts, ledger
+T2 = time.perf_counter()
+PH = {}
+def timed(owner, name, label):
+    original = getattr(owner, name, None)
+    if original is None:
+        return
+    def wrapper(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            PH[label] = PH.get(label, 0.0) + time.perf_counter() - started
+    setattr(owner, name, wrapper)
+timed(config, "load", "config")
+timed(ledger.Ledger, "__enter__", "lock, read state")
+timed(ledger.Ledger, "save", "write state")
+timed(ledger, "daily_spend", "daily file")
+timed(ledger, "prune_if_due", "prune check")
+load = hosts.load
+def load_host(name):
+    started = time.perf_counter()
+    module = load(name)
+    PH["import host module"] = time.perf_counter() - started
+    timed(module, "sync", "read session files")
+    return module
+hosts.load = load_host
+data = sys.stdin.buffer.read()
+T3 = time.perf_counter()
+hook.run(data, ENV)
+T4 = time.perf_counter()
+PH["import os"] = T1 - T0
+PH["import the guard"] = T2 - T1
+PH["run"] = T4 - T3
+PH["stat calls"] = STATS[0]
+import json
+print(json.dumps(PH))
+"""
+
+PHASE_ORDER = (
+    "import os",
+    "import the guard",
+    "import host module",
+    "config",
+    "lock, read state",
+    "read session files",
+    "daily file",
+    "write state",
+    "prune check",
+    "run",
+)
+
+
+def breakdown(ctx, hosts_to_run):
+    size = ctx.sizes[0]
+    print()
+    print(f"machine: {machine()}")
+    print(f"where a steady call's time goes: medians of {ctx.calls} calls, {size} MB + 36")
+    for host in hosts_to_run:
+        info = session_data(ctx.data, host, size, SUBAGENTS)
+        work = os.path.join(ctx.data, "run", f"breakdown-{host}")
+        shutil.rmtree(work, ignore_errors=True)
+        env = guard_env(work, info)
+        series = Series(ctx, host, info, env)
+        series.call()
+        child = PHASES.replace("SKILL", repr(ctx.skill)).replace("ENV", repr(env))
+        rows, floors, imports = [], [], {}
+        for _ in range(ctx.calls):
+            floors.append(ctx.runner.run([sys.executable, "-I", "-S", "-c", "pass"])[0])
+            write, payload = series.generator.step(info, series.step)
+            series.step += 1
+            write()
+            out = subprocess.run(
+                [sys.executable, "-I", "-S", "-c", child],
+                input=json.dumps(payload).encode(),
+                capture_output=True,
+            )
+            rows.append(json.loads(out.stdout or b"{}"))
+        write, payload = series.generator.step(info, series.step)
+        write()
+        traced = subprocess.run(
+            [sys.executable, "-I", "-S", "-X", "importtime", ctx.guard],
+            input=json.dumps(payload).encode(),
+            capture_output=True,
+            env=env,
+        )
+        for line in traced.stderr.decode().splitlines():
+            parts = [part.strip() for part in line[12:].split("|")]
+            if line.startswith("import time:") and len(parts) == 3 and parts[0].isdigit():
+                imports[parts[2]] = int(parts[0])
+        undo_appends(info)
+        files = state_files(work)
+        state = sum(os.path.getsize(p) for p in files if p.endswith(".json"))
+        print()
+        print(f"{host}: floor `python -I -S -c pass` {fmt_time(statistics.median(floors))}")
+        for phase in PHASE_ORDER:
+            values = [row.get(phase, 0.0) for row in rows]
+            print(f"  {phase:<22} {statistics.median(values) * 1000:6.2f} ms")
+        stats = statistics.median(row.get("stat calls", 0) for row in rows)
+        print(f"  stat calls: {stats:.0f} for {len(info['files'])} session files")
+        print(f"  state file: {state / 1024:.1f} KB")
+        own = sorted(imports.items(), key=lambda item: -item[1])
+        total = sum(imports.values())
+        print(
+            f"  imports (-X importtime, self): {len(imports)} modules, {total / 1000:.2f} ms; "
+            + ", ".join(f"{name} {us / 1000:.2f}" for name, us in own[:6])
+        )
+
+
+# -- main --------------------------------------------------------------------------------------
+
+
+class Context:
+    pass
+
+
+def registered_hosts(skill):
+    """The skill's registry of hosts, read from its source (no import of another tree)."""
+    sys.path.insert(0, skill)
+    try:
+        from runaway_guard import hosts
+
+        return list(hosts.NAMES)
+    finally:
+        sys.path.remove(skill)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", default="100,500", help="main transcript sizes in MB")
-    parser.add_argument("--calls", type=int, default=30, help="steady-state calls (>= 20)")
-    parser.add_argument("--hosts", default="claude,codex")
-    parser.add_argument("--quick", action="store_true", help="100 MB only, 20 calls")
-    parser.add_argument("--guard", default=GUARD, help="the guard.py to measure (this tree's)")
+    parser.add_argument("--sizes", default="100,500", help="session sizes in MB")
+    parser.add_argument("--calls", type=int, default=30, help="steady calls per session")
+    parser.add_argument("--hosts", default="", help="comma-separated (default: every host)")
+    parser.add_argument("--quick", action="store_true", help="10 MB only, 10 calls")
+    parser.add_argument("--no-flat", action="store_true", help="skip the flatness runs")
+    parser.add_argument("--breakdown", action="store_true", help="where the time goes")
+    parser.add_argument("--skill", default=os.path.join(ROOT, "skill"), help="skill folder")
+    parser.add_argument("--guard", help="guard.py of the skill to measure (sets --skill)")
+    parser.add_argument("--data", default=os.path.join(HERE, ".data"), help="sessions folder")
     args = parser.parse_args()
-    sizes = [int(size) for size in args.sizes.split(",") if size]
-    calls = max(20, args.calls)
+    ctx = Context()
+    ctx.skill = os.path.abspath(os.path.dirname(args.guard) if args.guard else args.skill)
+    ctx.guard = os.path.join(ctx.skill, "guard.py")
+    ctx.data = os.path.abspath(args.data)
+    ctx.calls = max(5, args.calls)
+    ctx.sizes = [int(size) for size in args.sizes.split(",") if size]
+    flat = not args.no_flat
     if args.quick:
-        sizes, calls = [100], 20
-    hosts = [host for host in args.hosts.split(",") if host in HOSTS]
-    os.makedirs(DATA, exist_ok=True)
-    infos = [(host, size) for size in sizes for host in hosts]
-    for host, size in infos:
-        session_data(host, size)  # generate first, so the timings below run back to back
-    runs = max(20, calls)
-    bare_plain, rss_plain = bare([], runs)
-    bare_isolated, rss_isolated = bare(["-I", "-S"], runs)
-    url = team_servers()
-    rows = [bench_session(host, size, calls, url, args.guard) for host, size in infos]
-    # Measure the floor again after the guard runs, and keep the lower: the stricter ratio.
-    bare_plain = min(bare_plain, bare([], runs)[0])
-    bare_isolated = min(bare_isolated, bare(["-I", "-S"], runs)[0])
-    report(rows, (bare_plain, rss_plain), (bare_isolated, rss_isolated), calls, args.guard)
+        ctx.sizes, ctx.calls, flat = [10], min(ctx.calls, 10), False
+    os.makedirs(ctx.data, exist_ok=True)
+    ctx.runner = Runner(ctx.data)
+    names = registered_hosts(ctx.skill)
+    wanted = [name for name in args.hosts.split(",") if name] or names
+    missing = [
+        (name, "no generator in bench/session_files.py")
+        for name in wanted
+        if name not in session_files.GENERATORS
+    ]
+    hosts_to_run = [name for name in wanted if name in session_files.GENERATORS]
+    if args.breakdown:
+        breakdown(ctx, hosts_to_run)
+        return 0
+    for size in ctx.sizes:  # make the sessions first, so the timings below run back to back
+        for host in hosts_to_run:
+            session_data(ctx.data, host, size, SUBAGENTS)
+    ctx.team_url = team_servers()
+    rows = [measure(ctx, host, size, SUBAGENTS) for size in ctx.sizes for host in hosts_to_run]
+    flats = []
+    if flat:
+        for host in hosts_to_run:
+            by_size = [(row["size"], row["ratio"]) for row in rows if row["host"] == host]
+            for size in (10, 100, 500):
+                if size not in ctx.sizes:
+                    row = measure(ctx, host, size, SUBAGENTS, full=False)
+                    by_size.append((size, row["ratio"]))
+            by_files, state = [], None
+            if session_files.GENERATORS[host].subagent_files:
+                for count in (1, SUBAGENTS, 200):
+                    ratio = dict(by_size).get(100) if count == SUBAGENTS else None
+                    if ratio is None:
+                        row = measure(ctx, host, 100, count, full=False)
+                        ratio, state = row["ratio"], row["state"]
+                    by_files.append((count, ratio))
+            flats.append((host, sorted(by_size), by_files, state))
+    prune = measure_prune(ctx, hosts_to_run[0]) if hosts_to_run and not args.quick else None
+    report(ctx, rows, flats, prune, missing)
     return 0
 
 

@@ -13,6 +13,7 @@ except ImportError:  # pragma: no cover - CPython always has it
     _json = None
 
 _WHITESPACE = " \t\n\r"
+HEAD = 1024  # how far head_types looks into a line
 
 
 class _Context:
@@ -79,3 +80,59 @@ else:  # pragma: no cover
         return _std.dumps(
             value, sort_keys=sort_keys, separators=(",", ":"), default=str if sort_keys else None
         )
+
+
+def head_types(data, start, stop, inner=None):
+    """(type, inner type) of the JSON object in data[start:stop], read from its head alone.
+
+    type is the value of the object's "type" member when no `{` or `[` byte comes before it
+    (so no member before it holds an object or an array: it belongs to the object itself);
+    inner type, when inner is given, is the value of "type" as the first member of the object
+    of the member named inner, when no `{` or `[` comes between the two. Either is None when the
+    head (HEAD bytes) does not look like that, or a value holds an escape. A `"` that follows
+    no backslash starts or ends a string, and where it ends one no key can follow: in valid JSON
+    `"type":"` found that way is a key.
+
+    The head is trusted: a line that is not valid JSON further on, or that names "type" twice
+    (JSON.parse and json.loads keep the last), is judged by the first. Readers use this to pass
+    over records that cannot matter without looking at the rest of their bytes.
+    """
+    stop = min(stop, start + HEAD)
+    if data.startswith(b'{"type":"', start) and inner is None:  # the type first (Copilot's)
+        end = data.find(b'"', start + 9, stop)
+        value = data[start + 9 : end]
+        if end > 0 and 0x5C not in value:
+            return value.decode("ascii", "replace"), None
+    if data[start : start + 1] != b"{":
+        return None, None
+    kind, after = _leading(data, start + 1, stop, b'"type":"')
+    if kind is None or inner is None:
+        return kind, None
+    return kind, _leading(data, after, stop, b'"' + inner.encode() + b'":{"type":"')[0]
+
+
+def leading_string(data, start, stop, key):
+    """The value of the string member spelled key (up to its value's opening quote, e.g.
+    b'"data":{"id":"') in the head of the JSON object in data[start:stop], when no `{` or `[`
+    comes before it; else None. As head_types, it trusts the head (see there)."""
+    if data[start : start + 1] != b"{":
+        return None
+    return _leading(data, start + 1, min(stop, start + HEAD), key)[0]
+
+
+def _leading(data, start, stop, key):
+    """(value, end) of the string member spelled key (up to its value's opening quote) first
+    found in data[start:stop], when no `{` or `[` comes before it; (None, start) otherwise."""
+    found = data.find(key, start, stop)
+    if found < 0 or data[found - 1 : found] == b"\\":
+        return None, start
+    if data.find(b"{", start, found) >= 0 or data.find(b"[", start, found) >= 0:
+        return None, start
+    begin = found + len(key)
+    end = data.find(b'"', begin, stop)
+    if end < 0:
+        return None, start
+    value = data[begin:end]
+    if 0x5C in value:
+        return None, start
+    return value.decode("ascii", "replace"), end + 1

@@ -2,7 +2,7 @@
 
 Two files per session in the state dir, both private to the user:
 - `<id>.json`, small and rewritten atomically under a lock on every call: read cursors, spend
-  totals, the recent responses (whose usage can still grow), and the wires' counters;
+  totals, the last responses (whose usage can still grow), and the wires' counters;
 - `<id>.ledger`, append-only, one line per priced response (and per later correction): the
   source of truth for spend. It is read only when a transcript was rewritten or the state was
   lost, so that a re-read neither counts a response twice nor drops one counted before.
@@ -15,7 +15,14 @@ import time
 from . import jsonio
 
 VERSION = 1
-RECENT = 256  # Responses whose usage may still be corrected by a later row of the same response.
+# Responses whose usage may still be corrected by a later row of the same response: an agent
+# writes one response's rows before its next response (within seconds), so its last one is
+# kept while it books responses (for ACTIVE seconds after its last), and the last RECENT across
+# all agents for good measure ("side", reconcile()'s booking, is always kept).
+RECENT = 16
+ACTIVE = 3600.0
+PRUNE_AFTER = 30 * 86400.0  # a session's state unseen this long is deleted (its ledger too)
+PRUNE_EVERY = 86400.0  # looked for at most once a day: one stat per call otherwise
 LOCK_WAIT = 10.0
 BURN_STEP, BURN_KEEP = 60.0, 64  # one spend sample a minute at most, the last hour or so
 
@@ -149,6 +156,10 @@ class Ledger:
         self.known = None  # the whole ledger, loaded only for a re-read
         self._appended = []
         self._pending_owner = {}
+        self._trim_at = 2 * RECENT
+        self._stale = False
+        self._now = round(time.time())
+        self._active = None  # state["active"]: agent -> when it last booked a response
         # The quoted id of the call being judged, and whether a line read so far holds it
         # (the host has written the call itself: see hook._catch_up).
         self.watch = None
@@ -177,6 +188,8 @@ class Ledger:
                     pass
         finally:
             self.lock.__exit__()
+        if exc_type is None:
+            prune_if_due(self.state_dir)
 
     # -- loading and saving
 
@@ -188,6 +201,15 @@ class Ledger:
         for agent, record in state["agents"].items():
             for tool_use_id, _ in record["pending"]:
                 self._pending_owner[tool_use_id] = agent
+        if not isinstance(state.get("active"), dict):
+            state["active"] = {}
+        self._active = active = state["active"]
+        since = self._now - ACTIVE
+        stale = any(
+            not (isinstance(seen, (int, float)) and seen >= since) for seen in active.values()
+        )
+        self._stale = stale  # an agent went quiet for ACTIVE: trim before saving
+        self._trim_at = _trim_after(len(state["recent"]))
 
     def _rebuild(self):
         """A fresh state whose spend is the ledger's, with every transcript to be re-read."""
@@ -245,6 +267,9 @@ class Ledger:
             finally:
                 os.close(fd)
             self._appended = []
+        # a trim keeps at most RECENT + one per active agent: trim once RECENT more built up
+        if len(state["recent"]) > 2 * RECENT + len(self._active) or self._stale:
+            self._trim_recent()
         write_atomic(self.state_path, jsonio.dumps(state).encode())
 
     # -- spend
@@ -261,12 +286,13 @@ class Ledger:
             self._book(old, -1)
         entry = [key, pusd, out, model, agent, day]
         self._book(entry, 1)
+        self._active[agent] = self._now
         if self.known is not None:
             self.known[key] = entry
         recent.pop(key, None)
         recent[key] = entry
-        if len(recent) > RECENT:
-            del recent[next(iter(recent))]
+        if len(recent) > self._trim_at:
+            self._trim_recent()
         self._appended.append(jsonio.dumps(entry) + "\n")
         if not known_model and model not in self.state["unpriced"]:
             self.state["unpriced"].append(model)
@@ -298,15 +324,42 @@ class Ledger:
             side["host"] = extra
             self.usage("side", "main", model, extra, True, stamp, day)
 
+    def _trim_recent(self):
+        """Keep the last response of each agent active in the last ACTIVE seconds, the last
+        RECENT of all, and "side"."""
+        state = self.state
+        active = self._active
+        since = self._now - ACTIVE
+        for agent, seen in list(active.items()):
+            if not (isinstance(seen, (int, float)) and seen >= since):
+                del active[agent]
+        recent = state["recent"]
+        if len(recent) <= RECENT:
+            return
+        kept, agents = [], set()
+        for key in reversed(recent):
+            entry = recent[key]
+            agent = entry[4] if isinstance(entry, list) and len(entry) == 6 else None
+            last = agent not in agents and agent in active
+            if len(kept) < RECENT or last or key == "side":
+                kept.append(key)
+                agents.add(agent)
+        if len(kept) < len(recent):
+            self.state["recent"] = {key: recent[key] for key in reversed(kept)}
+        self._stale = False
+        self._trim_at = _trim_after(len(kept))
+
     def _book(self, entry, sign):
         _, pusd, _, model, agent, day = entry
+        pusd *= sign
         spend = self.state["spend"]
-        spend["total"] += sign * pusd
-        for bucket, name in (("model", model), ("agent", agent), ("day", day)):
-            totals = spend[bucket]
-            totals[name] = totals.get(name, 0) + sign * pusd
-            if not totals[name]:
-                del totals[name]
+        spend["total"] += pusd
+        for totals, name in ((spend["model"], model), (spend["agent"], agent), (spend["day"], day)):
+            value = totals.get(name, 0) + pusd
+            if value:
+                totals[name] = value
+            else:
+                totals.pop(name, None)
 
     # -- calls and their outcomes
 
@@ -399,6 +452,12 @@ class Ledger:
             del denied[:-256]
 
 
+def _trim_after(kept):
+    """How many recent responses a long read lets accumulate before it trims (a trim looks at
+    each one)."""
+    return max(2 * kept, kept + RECENT)
+
+
 def reset_agent(record):
     record["fails"] = 0
     record["hist"] = []
@@ -437,6 +496,98 @@ def _well_formed(state):
         )
     except (KeyError, TypeError):
         return False
+
+
+def prune_if_due(state_dir, now=None):
+    """Delete what the guard keeps of sessions unseen for PRUNE_AFTER, and old daily files.
+
+    Looked for at most once every PRUNE_EVERY: a call otherwise pays one stat of the marker
+    file, whose time says when the last look was. The call that finds it due touches it first,
+    so parallel calls do not prune too. Returns how many sessions were deleted.
+    """
+    now = time.time() if now is None else now
+    marker = os.path.join(state_dir, ".pruned")  # not among the sessions' folders
+    try:
+        if 0 <= now - os.stat(marker).st_mtime < PRUNE_EVERY:
+            return 0
+    except OSError:
+        pass
+    try:
+        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, 0o600))
+        os.utime(marker, (now, now))
+    except OSError:
+        return 0
+    cutoff = now - PRUNE_AFTER
+    removed = 0
+    for folder in _subfolders(os.path.join(state_dir, "sessions")):
+        removed += _prune_folder(folder, cutoff, ".lock")
+    _prune_folder(os.path.join(state_dir, "daily"), cutoff, ".json.lock")
+    return removed
+
+
+def _subfolders(root):
+    try:
+        return [item.path for item in os.scandir(root) if item.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
+def _base_name(name):
+    """`<id>` of `<id>.json`, `.ledger`, `.lock`, `.json.lock`, and of what a call killed in the
+    middle of a write leaves: `.json.<pid>.tmp`."""
+    if name.endswith(".tmp"):
+        name = name.rsplit(".", 2)[0]
+    for suffix in (".json.lock", ".json", ".ledger", ".lock"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _prune_folder(folder, cutoff, lock_suffix):
+    """Delete each group of files of one base name (a session's state, ledger, lock and temp
+    files; a day's file and lock) whose newest is older than cutoff, unless its lock is held."""
+    groups = {}
+    try:
+        items = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for item in items:
+        if item.name.startswith("."):
+            continue
+        base = _base_name(item.name)
+        try:
+            if not item.is_file(follow_symlinks=False):
+                continue
+            mtime = item.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        group = groups.setdefault(base, [0.0, []])
+        group[0] = max(group[0], mtime)
+        group[1].append(item.path)
+    removed = 0
+    for base, (newest, paths) in groups.items():
+        if newest >= cutoff or not base:
+            continue
+        lock_path = os.path.join(folder, base + lock_suffix)
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            continue
+        try:
+            if fcntl is not None:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    continue  # a call on this session is running right now
+            for path in sorted(paths, key=lambda path: path == lock_path):
+                try:
+                    os.remove(path)
+                except OSError:
+                    pass
+            removed += 1
+        finally:
+            os.close(fd)
+    return removed
 
 
 def daily_path(state_dir, day):

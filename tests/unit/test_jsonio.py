@@ -66,3 +66,53 @@ def test_the_hook_imports_neither_json_nor_re():
         check=True,
     )
     assert out.stdout.strip() == "[]"
+
+
+# Records as hosts write them: keys a reader looks for among others, and text full of the bytes
+# that could fool a reader of heads: quotes, backslashes, brackets, `"type":"` itself.
+tricky_text = st.lists(
+    st.sampled_from(['"', "\\", "{", "[", "}", ":", ",", '"type":"', "type", "a", "é"])
+).map("".join)
+keys = st.sampled_from(["type", "payload", "message", "a", "ty\\pe", 'x"type']) | st.text()
+record_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | tricky_text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=4),
+    max_leaves=12,
+)
+records = st.dictionaries(keys, record_values, max_size=6)
+
+
+@given(records, st.booleans(), st.booleans())
+def test_head_types_agree_with_a_full_decode(record, ascii_only, spaced):
+    separators = (", ", ": ") if spaced else (",", ":")
+    line = json.dumps(record, ensure_ascii=ascii_only, separators=separators).encode()
+    data = bytearray(b"junk\n" + line + b"\nmore")
+    kind, inner = jsonio.head_types(data, 5, 5 + len(line), "payload")
+    if kind is not None:
+        assert record["type"] == kind
+    if inner is not None:
+        assert record["payload"]["type"] == inner
+    assert jsonio.head_types(line, 0, len(line)) == (kind, None)
+    for key in ("type", "a"):
+        found = jsonio.leading_string(data, 5, 5 + len(line), b'"payload":{"%s":"' % key.encode())
+        if found is not None:
+            assert record["payload"][key] == found
+
+
+@given(st.binary(max_size=200), st.integers(0, 200), st.integers(0, 200))
+def test_head_types_of_any_bytes(data, start, stop):
+    kind, inner = jsonio.head_types(data, start, stop, "payload")
+    assert kind is None or isinstance(kind, str)
+    assert inner is None or isinstance(inner, str)
+
+
+def test_head_types_of_the_hosts_records():
+    user = b'{"parentUuid":"p","isSidechain":false,"promptId":"x","type":"user","message":{}}'
+    assistant = b'{"parentUuid":null,"isSidechain":false,"message":{"id":"m"},"type":"assistant"}'
+    event = b'{"timestamp":"t","ordinal":8,"type":"event_msg","payload":{"type":"token_count"}}'
+    assert jsonio.head_types(user, 0, len(user)) == ("user", None)
+    assert jsonio.head_types(assistant, 0, len(assistant)) == (None, None)  # read whole
+    assert jsonio.head_types(event, 0, len(event), "payload") == ("event_msg", "token_count")
+    assert jsonio.head_types(b'{"a":"x\\"type\\":\\"u","type":"v"}', 0, 40) == ("v", None)
+    escaped = b'{"x\\"type":"v","type":"w"}'  # the key is x"type: not the type
+    assert jsonio.head_types(escaped, 0, len(escaped))[0] in (None, "w")

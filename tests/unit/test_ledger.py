@@ -217,6 +217,89 @@ def test_state_files_are_private(tmp_path):
     assert "out 1" not in text  # counts and hashes, no transcript text
 
 
+def cost_state(total):
+    return {"type": "cost-state", "sessionId": "s1", "totalCostUSD": total}
+
+
+def test_host_total_corrected_again_after_many_responses(tmp_path):
+    """Claude Code's own total booked as "side" is corrected by the next one, however many
+    responses came between (the booking must not fall out of the recent responses)."""
+    row = round((3 * 5 + 10 * 25) * 1e6)  # usage() at claude-opus-4-8
+    main = jsonl(tmp_path / "s1.jsonl", [assistant("m0", model="claude-opus-4-8")])
+    jsonl(main, [cost_state(row * 3 / 1e12)])  # two requests the transcript never showed
+    call = FakeCall("claude", "s1", main)
+    assert sync_once(tmp_path / "state", "claude", call)["total"] == 3 * row
+    jsonl(main, [assistant(f"m{n}", model="claude-opus-4-8") for n in range(1, 301)])
+    jsonl(main, [cost_state(row * 304 / 1e12)])  # 301 shown, three never shown
+    spend = sync_once(tmp_path / "state", "claude", call)
+    assert spend["total"] == 304 * row
+    assert spend["agent"] == {"main": 304 * row}
+
+
+def test_state_stays_small_and_keeps_each_agents_last_response(tmp_path):
+    main = tmp_path / "s1.jsonl"
+    subagents = tmp_path / "s1" / "subagents"
+    for n in range(40):
+        jsonl(subagents / f"agent-a{n}.jsonl", [assistant(f"a{n}-{k}") for k in range(20)])
+    jsonl(main, [assistant(f"m{k}") for k in range(500)])
+    call = FakeCall("claude", "s1", main)
+    sync_once(tmp_path / "state", "claude", call)
+    with ledger.Ledger(str(tmp_path / "state"), "claude", "s1") as book:
+        recent = book.state["recent"]
+    assert len(recent) <= ledger.RECENT + 41
+    assert {f"a{n}-19" for n in range(40)} | {"m499"} <= recent.keys()
+    assert "m0" not in recent and "a0-0" not in recent
+    # a late row of an agent's last response is still a correction, not a second response
+    jsonl(subagents / "agent-a0.jsonl", [assistant("a0-19", use=usage(out=50))])
+    before = sync_once(tmp_path / "state", "claude", call)["total"]
+    after = sync_once(tmp_path / "state", "claude", call)["total"]
+    assert after == before
+    state_file = next((tmp_path / "state" / "sessions" / "claude").glob("*.json"))
+    assert state_file.stat().st_size < 16 << 10
+    # An hour after an agent last booked a response, its last one is done: not kept for it.
+    with ledger.Ledger(str(tmp_path / "state"), "claude", "s1") as book:
+        active = book.state["active"]
+        active.update(dict.fromkeys(active, 0), a7="not a time")
+    sync_once(tmp_path / "state", "claude", call)  # the next call finds them stale
+    with ledger.Ledger(str(tmp_path / "state"), "claude", "s1") as book:
+        assert len(book.state["recent"]) == ledger.RECENT and book.state["active"] == {}
+
+
+def test_old_sessions_pruned_once_a_day(tmp_path):
+    state_dir = tmp_path / "state"
+    old, recent = (FakeCall("claude", name, tmp_path / f"{name}.jsonl") for name in ("o.1", "r"))
+    for call in (old, recent):
+        jsonl(call.transcript_path, [assistant(f"{call.session_id}-m")])
+        sync_once(state_dir, "claude", call)
+    ledger.daily_spend(str(state_dir), "2026-10-01", "claude:o.1", 5)
+    ledger.daily_spend(str(state_dir), "2026-11-30", "claude:r", 5)
+    folder = state_dir / "sessions" / "claude"
+    (folder / "o.1.json.123.tmp").write_text("")  # left by a call killed mid-write
+    (folder / "o.json").write_text("{}")  # another session whose name is a prefix
+    now = (state_dir / ".pruned").stat().st_mtime + 2 * ledger.PRUNE_EVERY
+    aged = now - ledger.PRUNE_AFTER - 60
+    for path in [*folder.glob("o.1.*"), *(state_dir / "daily").glob("2026-10-01.*")]:
+        os.utime(path, (aged, aged))
+    assert ledger.prune_if_due(str(state_dir), now) == 1
+    kept = {"r.json", "r.ledger", "r.lock"}
+    assert {p.name for p in folder.iterdir()} == kept | {"o.json"}
+    day = {"2026-11-30.json", "2026-11-30.json.lock"}
+    assert {p.name for p in (state_dir / "daily").iterdir()} == day
+    # Not again the same day, whatever has aged since; a session in use is never pruned.
+    os.utime(folder / "o.json", (aged, aged))
+    assert ledger.prune_if_due(str(state_dir), now + 60) == 0
+    with ledger.Lock(str(folder / "o.lock")):
+        os.utime(folder / "o.lock", (aged, aged))
+        assert ledger.prune_if_due(str(state_dir), now + ledger.PRUNE_EVERY + 60) == 0
+    assert ledger.prune_if_due(str(state_dir), now + 2 * ledger.PRUNE_EVERY + 60) == 1
+    assert {p.name for p in folder.iterdir()} == kept
+    # A hook call prunes when due: the marker says when it last looked.
+    marker = state_dir / ".pruned"
+    os.utime(marker, (aged, aged))
+    sync_once(state_dir, "claude", recent)
+    assert marker.stat().st_mtime > aged + ledger.PRUNE_EVERY
+
+
 def test_an_outcome_reported_twice_counts_once(tmp_path):
     """A post-tool hook installed twice (user and project scope) reports each outcome twice."""
     with ledger.Ledger(str(tmp_path), "qwen", "s1") as book:
@@ -225,3 +308,14 @@ def test_an_outcome_reported_twice_counts_once(tmp_path):
             book.outcome("main", call_id, True, "exit 1")
             book.outcome("main", call_id, True, "exit 1")
         assert book.agent("main")["fails"] == 2
+
+
+def test_recent_responses_stay_bounded_call_after_call(tmp_path):
+    main = jsonl(tmp_path / "s1.jsonl", [assistant("m0")])
+    call = FakeCall("claude", "s1", main)
+    for n in range(1, 80):
+        jsonl(main, [assistant(f"m{n}")])
+        sync_once(tmp_path / "state", "claude", call)
+    with ledger.Ledger(str(tmp_path / "state"), "claude", "s1") as book:
+        assert len(book.state["recent"]) <= 2 * ledger.RECENT + 1
+        assert "m79" in book.state["recent"]

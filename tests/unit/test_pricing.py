@@ -929,3 +929,25 @@ def test_table_loads_lazily_and_once(monkeypatch):
     claude_cost("claude-opus-4-5", {"input_tokens": 1})
     codex_cost("gpt-5", {"input_tokens": 1})
     assert len(opened) == 1
+
+
+@pytest.mark.parametrize("suffix", ["-2025-04-14", "-20250514"])
+def test_a_dated_id_is_found_without_the_slow_path(suffix, monkeypatch):
+    """A dated id (Qwen Code's telemetry records the served model so) resolves as
+    normalize_model would, without importing `re` on the hook's path."""
+    for host in ("claude", "openai"):
+        table = pricing._load()[host]
+        slow = pricing._slow_paths(table)["normalized"]
+        for name in list(table["lookup"]):
+            if pricing._undated(name + suffix) is None:
+                continue
+            dated = (name + suffix).upper() if name.startswith("gpt") else name + suffix
+            expected = slow.get(pricing.normalize_model(dated))
+            if expected is None:
+                continue
+            assert (
+                pricing._resolve(table, dated, host == "claude")[0] is table["models"][expected]
+            ), dated
+    assert pricing._undated("gpt-4.1-2025-04-14") == "gpt-4.1"
+    assert pricing._undated("us.anthropic.claude-opus-4-1-20250805") is None
+    assert pricing._undated("gpt-4.1-2025-4-14") is None

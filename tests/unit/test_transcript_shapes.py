@@ -1,6 +1,7 @@
 """Every transcript shape the readers must know: old subagent layouts, token_count fallbacks."""
 
 import json
+import os
 
 from claude_records import assistant, usage
 from guard_env import jsonl
@@ -157,3 +158,27 @@ def test_codex_subagent_rollout_in_the_next_days_folder(tmp_path):
         )
     spend = sync_once(tmp_path / "state", "codex", FakeCall("codex", "root", main))
     assert spend["agent"] == {"main": 5 * 10**9, "child": 5 * 10**9}
+
+
+def test_subagent_folders_listed_again_only_when_they_change(tmp_path, monkeypatch):
+    """A quiet subagents folder costs a stat, not a listing; a new agent file is still found,
+    in the folder or deeper."""
+    main = jsonl(tmp_path / "s1.jsonl", [assistant("m1", model="claude-opus-4-8")])
+    subagents = tmp_path / "s1" / "subagents"
+    jsonl(subagents / "agent-a1.jsonl", [assistant("a1", model="claude-opus-4-8")])
+    jsonl(subagents / "workflows" / "agent-a2.jsonl", [assistant("a2", model="claude-opus-4-8")])
+    old = 1_700_000_000
+    for folder in (subagents, subagents / "workflows"):
+        os.utime(folder, (old, old))
+    call = FakeCall("claude", "s1", main)
+    assert set(sync_once(tmp_path / "state", "claude", call)["agent"]) == {"main", "a1", "a2"}
+    listed = []
+    real_scandir = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda path: listed.append(path) or real_scandir(path))
+    sync_once(tmp_path / "state", "claude", call)
+    assert listed == []  # both folders unchanged: nothing listed
+    jsonl(subagents / "workflows" / "agent-a3.jsonl", [assistant("a3", model="claude-opus-4-8")])
+    jsonl(subagents / "agent-a4.jsonl", [assistant("a4", model="claude-opus-4-8")])
+    spend = sync_once(tmp_path / "state", "claude", call)
+    assert set(spend["agent"]) == {"main", "a1", "a2", "a3", "a4"}
+    assert spend["agent"]["a4"] == OPUS_ROW

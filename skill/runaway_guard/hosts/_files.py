@@ -6,12 +6,14 @@ matter are parsed: a cheap byte test comes before any JSON decoding.
 """
 
 import os
-import stat
 import time
 
 from .. import tail
 
 _day_cache = {}
+# A line longer than this is judged first by the type its head names (jsonio.head_types):
+# below it, the byte tests of the whole line cost less than the walk.
+LONG = 1024
 
 
 def local_day(timestamp):
@@ -44,21 +46,50 @@ def _days_from_civil(year, month, day):
 def read_file(book, path, entry, on_line):
     """Read what path gained since entry's cursor; a rewritten file is re-read whole. Notes on
     the book when a line holds the call being judged (book.watch)."""
-    watch = book.watch
-    if watch and not book.watched:
-        handle = on_line
-
-        def on_line(raw):
-            if watch in raw:
-                book.watched = True
-            handle(raw)
-
+    if book.watch and not book.watched:
+        on_line = _Watching(book, on_line)
     tail.read_new(path, entry, on_line, book.load_known)
+
+
+class _Watching:
+    """Passes whole lines on to a handler (see tail.read_new), noting on the book when they hold
+    the call being judged: one search of each run of lines, not one of each line."""
+
+    def __init__(self, book, handler):
+        self.book = book
+        self.handler = handler
+        self.handle = getattr(handler, "lines", None) or tail.split_lines(handler)
+
+    def __call__(self, raw):  # for a caller that hands lines one by one
+        if not self.book.watched and self.book.watch in raw:
+            self.book.watched = True
+        self.handler(raw)
+
+    def lines(self, data, start, stop):
+        book = self.book
+        if not book.watched and data.find(book.watch, start, stop) >= 0:
+            book.watched = True
+        self.handle(data, start, stop)
+
+
+def each_line(data, start, stop, line, passed_over):
+    """line(raw) for each non-empty line of data[start:stop] (see tail.read_new) that
+    passed_over(data, start, end) does not claim: a reader's whole-block handler, which can judge
+    a line by its head (jsonio.head_types) without copying or scanning the rest of it."""
+    find = data.find
+    while start < stop:
+        end = find(b"\n", start, stop)
+        if end < 0:
+            end = stop
+        if end > start and not passed_over(data, start, end):
+            line(data[start:end])
+        start = end + 1
 
 
 def read_all(book, main, reader):
     """Read every file the book follows for this session, the main file last (its records may
-    total the others); reader(entry) gives the line handler for one file.
+    total the others); reader(entry) gives the line handler for one file (see tail.read_new),
+    whose flush(), if it has one, is called once the file is read.
 
     A main file not written yet is read next call. A subagent file that vanished is dropped
     (what it held stays counted); one that cannot be read (not a regular file, no permission)
@@ -69,10 +100,18 @@ def read_all(book, main, reader):
     paths = [path for path, entry in files.items() if path != main and not entry.get("foreign")]
     if main in files:
         paths.append(main)
+    stat = os.stat
     for path in paths:
         entry = files[path]
         try:
-            read_file(book, path, entry, reader(entry))
+            info = stat(path)
+            if info.st_size == entry.get("off") and info.st_ino == entry.get("ino"):
+                continue  # nothing new: the one stat is all a quiet subagent file costs
+            handler = reader(entry)
+            read_file(book, path, entry, handler)
+            flush = getattr(handler, "flush", None)
+            if flush is not None:
+                flush()  # what a reader held back until the end of what it read
         except FileNotFoundError:
             if path != main:
                 del files[path]
@@ -89,7 +128,7 @@ def first_line(path, limit=1 << 20):
     """
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        if not tail.regular(os.fstat(fd).st_mode):
             raise OSError(f"not a regular file: {path}")
         data = b""
         while len(data) < limit and b"\n" not in data:

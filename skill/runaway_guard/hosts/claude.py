@@ -8,12 +8,14 @@ largest output count seen.
 """
 
 import os
+import time
 
 from .. import jsonio, pricing
 from ..calls import Call, fingerprint, tool_name
 from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP, TELL
+from ..jsonio import head_types
 from . import hook_entry
-from ._files import first_line, local_day, number, read_all
+from ._files import LONG, each_line, first_line, local_day, number, read_all
 
 NAME = "claude"
 LABEL = "Claude Code"
@@ -130,28 +132,52 @@ def sync(book, call):
         return False
     files = book.state["files"]
     folder = os.path.dirname(main)
-    for path, agent in _subagent_files(os.path.join(folder, call.session_id, "subagents")):
+    subagents = os.path.join(folder, call.session_id, "subagents")
+    for path, agent in _subagent_files(book.state.setdefault("folders", {}), subagents):
         files.setdefault(path, {"agent": agent})
     if _old_layout(files.get(main)):
         for path, agent in _sibling_files(folder, call.session_id, files):
             files.setdefault(path, {"agent": agent})
     files.setdefault(main, {"agent": "main"})
-    read_all(book, main, lambda entry: _Reader(book, entry).line)
+    read_all(book, main, lambda entry: _Reader(book, entry))
     return True
 
 
-def _subagent_files(folder, depth=0):
+def _subagent_files(seen, folder, depth=0):
+    """(path, agent id) of the agent files under folder, three folders deep at most.
+
+    A folder whose modification time is the one seen when it was last listed, and at least a
+    second old (a file made within the same clock tick would not change it), is not listed
+    again: its files are followed already; its subfolders are still looked into.
+    """
     try:
-        entries = list(os.scandir(folder))
+        stamp = os.stat(folder).st_mtime_ns
     except OSError:
+        seen.pop(folder, None)
         return []
+    known = seen.get(folder)
     found = []
-    for item in entries:
-        name = item.name
-        if name.startswith("agent-") and name.endswith(".jsonl"):
-            found.append((item.path, name[6:-6]))
-        elif depth < 3 and item.is_dir(follow_symlinks=False):
-            found.extend(_subagent_files(item.path, depth + 1))
+    if isinstance(known, list) and len(known) == 2 and known[0] == stamp:
+        subfolders = known[1]
+    else:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            return []
+        subfolders = []
+        for item in entries:
+            name = item.name
+            if name.startswith("agent-") and name.endswith(".jsonl"):
+                found.append((item.path, name[6:-6]))
+            elif depth < 3 and item.is_dir(follow_symlinks=False):
+                subfolders.append(item.path)
+        if time.time_ns() - stamp > 10**9:
+            seen[folder] = [stamp, subfolders]
+        else:
+            seen.pop(folder, None)
+    for subfolder in subfolders if isinstance(subfolders, list) else ():
+        if isinstance(subfolder, str):
+            found.extend(_subagent_files(seen, subfolder, depth + 1))
     return found
 
 
@@ -211,6 +237,11 @@ def _result_text(content):
     return ""
 
 
+# Only these records change the ledger; any other type is passed over unread (a long line is
+# judged by the type its head names: see lines()).
+_COUNTED = frozenset({"assistant", "user", "system", "cost-state"})
+
+
 class _Reader:
     """Turns one file's new lines into ledger entries."""
 
@@ -218,6 +249,47 @@ class _Reader:
         self.ledger = book
         self.entry = entry
         self.agent = entry["agent"]
+        # The row of the response being read that has the most output so far: a response's
+        # rows come one after another, so it is priced once, when the next response (or
+        # anything that needs the total) comes, or when the read ends.
+        self.held = None
+
+    def __call__(self, raw):
+        self.line(raw)
+
+    def flush(self):
+        """Price and count the response held back, if any."""
+        held = self.held
+        if held is None:
+            return
+        self.held = None
+        key, out, agent, model, record, message = held
+        pusd, known = pricing.claude_cost(model, message["usage"])
+        paused = message.get("pausedResponses")
+        if isinstance(paused, list):
+            # Segments before a pause limit are billed on their own; the row's usage is the rest.
+            for segment in paused:
+                if isinstance(segment, dict) and isinstance(segment.get("usage"), dict):
+                    pusd += pricing.claude_cost(model, segment["usage"])[0]
+        self.ledger.usage(key, agent, model, pusd, known, out, local_day(record.get("timestamp")))
+        if agent == "main":
+            self.entry["model"] = model
+
+    def lines(self, data, start, stop):
+        """Each whole line of data[start:stop], as line() would take it, but a long line
+        (tool results, mostly: most of a session's bytes) whose head names a type that cannot
+        change the ledger is passed over without copying or scanning the rest of it."""
+        each_line(data, start, stop, self.line, self._passed_over)
+
+    def _passed_over(self, data, start, end):
+        if end - start <= LONG or "ver" not in self.entry:
+            return False
+        kind = head_types(data, start, end)[0]
+        return kind is not None and (
+            kind not in _COUNTED
+            or (kind == "user" and not self.ledger.expecting())
+            or (kind == "system" and data.find(b'"compact_boundary"', start, end) < 0)
+        )
 
     def line(self, raw):
         # Most lines are tool results nobody waits for, progress, attachments, snapshots, and
@@ -243,9 +315,11 @@ class _Reader:
             self.entry["ver"] = record["version"]
         kind = record.get("type")
         if kind == "cost-state":
+            self.flush()
             self._cost_state(record)
             return
         if kind == "system" and record.get("subtype") == "compact_boundary":
+            self.flush()
             self._compaction(record)
             return
         message = record.get("message")
@@ -274,17 +348,19 @@ class _Reader:
             sidechain_agent = record.get("agentId")
             if isinstance(sidechain_agent, str) and sidechain_agent:
                 agent = sidechain_agent
-        pusd, known = pricing.claude_cost(model, usage)
-        paused = message.get("pausedResponses")
-        if isinstance(paused, list):
-            # Segments before a pause limit are billed on their own; the row's usage is the rest.
-            for segment in paused:
-                if isinstance(segment, dict) and isinstance(segment.get("usage"), dict):
-                    pusd += pricing.claude_cost(model, segment["usage"])[0]
         out = number(usage.get("output_tokens"))
-        self.ledger.usage(key, agent, model, pusd, known, out, local_day(record.get("timestamp")))
-        if agent == "main":
-            self.entry["model"] = model
+        held = self.held
+        if held is not None and held[0] == key:
+            if out < held[1]:
+                return  # an earlier row of this response: a placeholder output count
+            if out == held[1]:
+                same = held[2] == agent and held[3] == model and held[5]["usage"] == usage
+                if same and held[5].get("pausedResponses") == message.get("pausedResponses"):
+                    return  # another row of the response with the same usage (2.1.x)
+                self.flush()  # a tie: each is priced, the ledger keeps the dearer
+        else:
+            self.flush()
+        self.held = (key, out, agent, model, record, message)
 
     def _compaction(self, record):
         """Compaction is billed but not written as a response: estimate it from its size until a

@@ -18,8 +18,9 @@ import time
 from .. import jsonio, pricing
 from ..calls import Call, fingerprint, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
+from ..jsonio import head_types
 from . import hook_entry
-from ._files import first_line, local_day, number, read_all
+from ._files import LONG, each_line, first_line, local_day, number, read_all
 
 NAME = "codex"
 LABEL = "Codex"
@@ -266,7 +267,7 @@ def sync(book, call):
     since = os.path.basename(known)[: len("rollout-YYYY-MM-DDThh-mm-ss")] if main else ""
     for folder in _day_folders(os.path.dirname(known)):
         _discover(book, folder, since, call.session_id)
-    read_all(book, path, lambda entry: _Reader(book, entry, call.session_id).line)
+    read_all(book, path, lambda entry: _Reader(book, entry, call.session_id))
     return True
 
 
@@ -377,11 +378,32 @@ def _structured_outcome(text):
     return ("ok" if code == 0 else "fail"), fingerprint(value.get("output"))
 
 
+_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+_EVENTS = frozenset({"token_count", "thread_settings_applied"})  # the events read
+
+
 class _Reader:
     def __init__(self, ledger, entry, root_id):
         self.ledger = ledger
         self.entry = entry
         self.root_id = root_id
+
+    def __call__(self, raw):
+        self.line(raw)
+
+    def lines(self, data, start, stop):
+        """Each whole line of data[start:stop], as line() would take it, but a long line whose
+        head names a record that cannot matter (a response item while no call waits for its
+        output, an event other than those read) is passed over unread."""
+        each_line(data, start, stop, self.line, self._passed_over)
+
+    def _passed_over(self, data, start, end):
+        if end - start <= LONG:
+            return False
+        kind, inner = head_types(data, start, end, "payload")
+        if kind == "response_item":
+            return not self.ledger.expecting() or (inner is not None and inner not in _OUTPUTS)
+        return kind == "event_msg" and inner is not None and inner not in _EVENTS
 
     def line(self, raw):
         if b'"token_usage_record"' in raw:
@@ -412,6 +434,11 @@ class _Reader:
             self.entry["thread"] = payload["id"]
 
     def _settings(self, record, payload):
+        if (
+            record.get("type") != "turn_context"
+            and payload.get("type") != "thread_settings_applied"
+        ):
+            return
         settings = payload.get("thread_settings")
         source = settings if isinstance(settings, dict) else payload
         if isinstance(source.get("model"), str):

@@ -37,7 +37,8 @@ import time
 from .. import jsonio, pricing
 from ..calls import TOOL, Call, fingerprint, tool_name
 from ..decisions import ASK, DENY, STOP, TELL
-from ._files import local_day, number, read_file
+from ..jsonio import head_types, leading_string
+from ._files import each_line, local_day, number, read_file
 
 NAME = "copilot"
 LABEL = "Copilot CLI"
@@ -213,7 +214,7 @@ def sync(book, call):
     deadline = time.monotonic() + (WAIT if mine["misses"] < 2 else SHORT_WAIT)
     while True:
         try:
-            read_file(book, path, entry, reader.line)
+            read_file(book, path, entry, reader)
         except FileNotFoundError:
             pass
         if not waiting or _claim(mine["pending"], call):
@@ -269,7 +270,8 @@ def _price(usage):
     cached = min(number(usage.get("cacheReadTokens")), inp)
     written = min(number(usage.get("cacheWriteTokens")), inp - cached)
     out = number(usage.get("outputTokens"))
-    if pricing.normalize_model(model).startswith("claude"):
+    # (no normalize_model, and its `re`, for a name that cannot be Claude's)
+    if "claude" in model.lower() and pricing.normalize_model(model).startswith("claude"):
         tokens = {
             "input_tokens": inp - cached - written,
             "cache_read_input_tokens": cached,
@@ -288,6 +290,9 @@ def _price(usage):
     return model, pusd, known
 
 
+_READ = frozenset({"session.usage_record", "hook.start", "tool.execution_complete", "user.message"})
+
+
 class _Reader:
     """Turns events.jsonl lines into ledger entries, pending calls and the person's prompts."""
 
@@ -295,6 +300,27 @@ class _Reader:
         self.book = book
         self.entry = entry
         self.pending = mine["pending"]
+
+    def __call__(self, raw):
+        self.line(raw)
+
+    def lines(self, data, start, stop):
+        """Each whole line of data[start:stop], as line() would take it, but a line whose head
+        names an event that is not read (every event names its type first) is passed over, and
+        a call's completion while no call waits for its outcome is read from its head alone (it
+        only ends the call)."""
+        each_line(data, start, stop, self.line, self._passed_over)
+
+    def _passed_over(self, data, start, end):
+        kind = head_types(data, start, end)[0]
+        if kind is not None and kind not in _READ:
+            return True
+        if kind == "tool.execution_complete" and not self.book.expecting():
+            call_id = leading_string(data, start, end, b'"data":{"toolCallId":"')
+            if call_id is not None:
+                self.pending.pop(call_id, None)
+                return True
+        return False
 
     def line(self, raw):
         if b'"session.usage_record"' in raw:
@@ -330,7 +356,9 @@ class _Reader:
 
     def _hook_start(self, record, data):
         hook_input = data.get("input")
-        if data.get("hookType") != "preToolUse" or not isinstance(hook_input, dict):
+        if record.get("type") != "hook.start" or data.get("hookType") != "preToolUse":
+            return
+        if not isinstance(hook_input, dict):
             return
         parent = data.get("parentToolCallId")
         agent = parent if isinstance(parent, str) and parent else "main"

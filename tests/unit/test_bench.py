@@ -1,0 +1,24 @@
+"""The benchmark's quick mode runs on every host the bench has a generator for (its figures are
+not judged here: timed tests on a shared machine measure the machine)."""
+
+import subprocess
+import sys
+
+from guard_env import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
+import session_files
+
+
+def test_quick_bench_measures_every_host_with_a_generator(tmp_path):
+    bench = str(ROOT / "bench" / "guard_bench.py")
+    done = subprocess.run(
+        [sys.executable, bench, "--quick", "--calls", "5", "--data", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert " ! " not in done.stdout, done.stdout  # no call failed or wrote to stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and " MB + " in line]
+    assert sorted(line.split("|")[1].strip() for line in rows) == sorted(session_files.GENERATORS)
