@@ -9,8 +9,10 @@ import subprocess
 import sys
 
 import pytest
-from guard_env import ROOT, SKILL
-from runaway_guard import hosts
+from guard_env import ROOT, SKILL, fuzz
+from hypothesis import given
+from hypothesis import strategies as st
+from runaway_guard import hook, hosts
 from runaway_guard.decisions import ASK, DENY, STOP, STRENGTH, TELL, fit
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -113,3 +115,39 @@ def test_install_facts_are_data_the_installer_reads(name):
         assert "template" in entry or "template_file" in entry
     # an empty matcher makes Copilot CLI reject a whole Claude settings file
     assert '"matcher": ""' not in json.dumps(entry)
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=8,
+)
+
+
+@pytest.mark.parametrize("name", WITH_PAYLOADS)
+def test_any_mangled_payload_gets_nothing_or_one_answer(name, tmp_path):
+    """Whatever a host sends, the guard answers '' or one JSON object, as guard.py would
+    print it: a failing call falls back to the host's neutral answer, never a traceback."""
+    environ = {"RUNAWAY_GUARD_STATE_DIR": str(tmp_path / "state"), "HOME": str(tmp_path)}
+    payloads = RECORDED[name]
+
+    @fuzz(300)
+    @given(
+        base=st.sampled_from(payloads),
+        changes=st.dictionaries(st.text(max_size=20), JSON_VALUES, max_size=4),
+        keep=st.integers(0, 30),
+    )
+    def case(base, changes, keep):
+        payload = {key: value for key, value in list(base.items())[: keep or None]}
+        payload.update(changes)
+        data = json.dumps(payload).encode()
+        try:
+            answer = hook.run(data, environ)
+        except Exception:
+            answer = hook.neutral(data, environ)
+        finally:
+            del hook._after[:]  # never end a process from a test
+        assert "\n" not in answer
+        assert answer == "" or isinstance(json.loads(answer), dict)
+
+    case()
