@@ -12,263 +12,31 @@ installer/README.md.
 from __future__ import annotations
 
 import argparse
-import difflib
-import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(SOURCE_ROOT / "skill"))
 
 from runaway_guard import hosts  # noqa: E402
-from runaway_guard_installer import owned_file, plugin_route  # noqa: E402
-from runaway_guard_installer.check import check_command, default_python, resolve_python  # noqa: E402
-from runaway_guard_installer.hook_list import (  # noqa: E402
-    Merge,
-    guard_positions,
-    handler_at,
-    hook_command,
-    is_guard_handler,
-    merge_install,
-    merge_uninstall,
-    sh_quote,
-)
+from runaway_guard_installer.check import check_target, default_python, resolve_python  # noqa: E402
+from runaway_guard_installer.plan import apply_plan, diff_text, make_plan, next_steps  # noqa: E402
 from runaway_guard_installer.settings_file import (  # noqa: E402
     InstallError,
-    Loaded,
     Refused,
-    check_writable,
-    dump_settings,
-    load_settings,
-    write_atomic,
 )
 from runaway_guard_installer.skill_folder import (  # noqa: E402
-    SKILL_NAME,
     check_source,
-    copy_skill,
-    keep_reason,
-    plan_copy,
-    remove_skill,
 )
+from runaway_guard_installer.targets import Target, found_on_machine, locate, plugged, plugin_note  # noqa: E402
 
 EXIT_OK, EXIT_ERROR, EXIT_REFUSED = 0, 1, 2
 INSTALLABLE = tuple(sorted(name for name in hosts.NAMES if hosts.load(name).INSTALL))
-
-
-# --------------------------------------------------------------------------- where
-
-
-@dataclass
-class Target:
-    host: ModuleType
-    scope: str
-    settings: Path
-    skill_dir: Path
-    project: Path | None = None
-
-    @property
-    def entry(self) -> dict[str, Any]:
-        return self.host.INSTALL["entry"]
-
-
-def home_dir(env: Mapping[str, str]) -> Path:
-    home = env.get("HOME")
-    return Path(home) if home else Path(os.path.expanduser("~"))
-
-
-def host_home(spec: dict[str, Any], env: Mapping[str, str]) -> Path:
-    """The host's user folder: its variable, else its default under HOME (then a subfolder)."""
-    variable, default, *sub = spec["home"]
-    base = env.get(variable) or str(home_dir(env) / default)
-    return Path(os.path.abspath(os.path.expanduser(base)), *sub)
-
-
-def find_project_root(start: Path) -> Path:
-    """The git repository root containing `start` (a `.git` folder or file), else `start`."""
-    start = start.resolve()
-    for folder in (start, *start.parents):
-        if (folder / ".git").exists():
-            return folder
-    return start
-
-
-def locate(host: ModuleType, scope: str, project: Path | None, env: Mapping[str, str]) -> Target:
-    spec = host.INSTALL
-    if scope == "user":
-        base = host_home(spec, env)
-        user = spec["user"]
-        return Target(host, scope, base / user["settings"], base / user["skills"] / SKILL_NAME)
-    root = Path(os.path.abspath(project)) if project else find_project_root(Path.cwd())
-    here = spec["project"]
-    return Target(host, scope, root / here["settings"], root / here["skills"] / SKILL_NAME, root)
-
-
-def plugged(target: Target, env: Mapping[str, str]) -> list[str]:
-    """Where the host shows runaway-guard installed through its own command (its plugin or
-    extension): for every project (user scope), or also for this project (project scope)."""
-    spec = target.host.INSTALL
-    return plugin_route.find(spec.get("plugin"), host_home(spec, env), target.project)
-
-
-def plugin_note(target: Target, where: list[str], verb: str) -> str:
-    spec = target.host.INSTALL["plugin"]
-    label = f"{target.host.LABEL}'s {spec.get('called', 'plugin')}"
-    undo = " then ".join(f"`{c}`" for c in plugin_route.commands(spec, "uninstall", ""))
-    return (
-        f"runaway-guard is installed as {label} ({'; '.join(where)}): {verb} The "
-        f"installer's hook is the faster route (README, Speed); to switch, run {undo}, then "
-        "this installer again."
-    )
-
-
-def found_on_machine(host: ModuleType, env: Mapping[str, str]) -> bool:
-    """A host is in use here when its variable is set, its folder exists or its CLI is on PATH."""
-    spec = host.INSTALL
-    # A variable of the host's own (CODEX_HOME) says it is used; a shared one (XDG_CONFIG_HOME,
-    # with the host's subfolder under it) does not.
-    own_variable = len(spec["home"]) == 2 and env.get(spec["home"][0])
-    if own_variable or host_home(spec, env).is_dir():
-        return True
-    return any(which(binary, env) for binary in spec.get("binaries", ()))
-
-
-def which(name: str, env: Mapping[str, str]) -> str | None:
-    return shutil.which(name, path=env.get("PATH", ""))
-
-
-# --------------------------------------------------------------------------- plan and apply
-
-
-@dataclass
-class Plan:
-    target: Target
-    loaded: Loaded
-    merge: Merge
-    new_bytes: bytes | None  # None: the settings file is not written (or removed: see delete)
-    copy_lines: list[str]
-    delete: bool = False  # uninstall of a file the guard owns
-
-
-def make_plan(target: Target, source: Path, python: str, uninstall: bool) -> Plan:
-    if target.entry["kind"] == "owned-file":
-        return _owned_plan(target, source, python, uninstall)
-    loaded = load_settings(target.settings, target.entry["events"])
-    if uninstall:
-        merge = merge_uninstall(loaded.obj, target.entry)
-    else:
-        command = hook_command(python, target.skill_dir, target.entry)
-        merge = merge_install(loaded.obj, target.entry, command)
-    changed = merge.action in ("added", "updated", "removed")
-    new_bytes = dump_settings(merge.obj, loaded.bom) if changed else None
-    if new_bytes is not None:
-        check_writable(target.settings)
-    return Plan(target, loaded, merge, new_bytes, _copy_lines(target, source, uninstall))
-
-
-def _owned_plan(target: Target, source: Path, python: str, uninstall: bool) -> Plan:
-    path = target.settings
-    raw = path.read_bytes() if path.is_file() else None
-    if raw is not None and not owned_file.is_ours(raw):
-        raise Refused(
-            f"{path}: exists and is not runaway-guard's file, so it was left untouched. Move it "
-            "away (or remove it) and run the installer again."
-        )
-    loaded = Loaded(path, raw is not None, raw or b"")
-    copy_lines = _copy_lines(target, source, uninstall)
-    if uninstall:
-        action = "removed" if raw is not None else "absent"
-        return Plan(target, loaded, Merge({}, action), None, copy_lines, delete=raw is not None)
-    guard = target.skill_dir.as_posix() + "/skill/guard.py"
-    command = hook_command(python, target.skill_dir, target.entry)
-    wanted = owned_file.render(target.entry, command, python, guard, source)
-    action = "unchanged" if raw == wanted else "updated" if raw is not None else "added"
-    new_bytes = None if action == "unchanged" else wanted
-    if new_bytes is not None:
-        check_writable(path)
-    return Plan(target, loaded, Merge({}, action), new_bytes, copy_lines)
-
-
-def _copy_lines(target: Target, source: Path, uninstall: bool) -> list[str]:
-    if not uninstall:
-        return plan_copy(source, target.skill_dir)
-    removable = target.skill_dir.is_dir() and not keep_reason(source, target.skill_dir)
-    return [f"- {target.skill_dir} (the whole folder)"] if removable else []
-
-
-def diff_text(plan: Plan) -> str:
-    if plan.new_bytes is None and not plan.delete:
-        return ""
-    old = plan.loaded.raw.decode("utf-8", "replace").lstrip("\ufeff")
-    new = (plan.new_bytes or b"").decode("utf-8").lstrip("\ufeff")
-    name = str(plan.target.settings)
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True),
-        new.splitlines(keepends=True),
-        fromfile=name if plan.loaded.exists else "/dev/null",
-        tofile="/dev/null" if plan.delete else name,
-    )
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-
-
-def apply_plan(plan: Plan, source: Path, uninstall: bool) -> list[str]:
-    target, out = plan.target, []
-    if not uninstall:  # the guard must exist before the hook points at it
-        out.append(copy_skill(source, target.skill_dir))
-    if plan.delete:
-        target.settings.unlink()
-        out.append(f"removed {target.settings}")
-    elif plan.new_bytes is not None:
-        expected = plan.loaded.raw if plan.loaded.exists else None
-        backup = write_atomic(target.settings, plan.new_bytes, expected)
-        verb = {"added": "added to", "updated": "updated in", "removed": "removed from"}
-        out.append(f"hook {verb[plan.merge.action]} {target.settings}")
-        if backup:
-            out.append(f"previous file saved as {backup}")
-    elif uninstall:
-        out.append(f"no runaway-guard hook in {target.settings}")
-    else:
-        out.append(f"hook already in place in {target.settings} (file not touched)")
-    if uninstall:
-        out.append(remove_skill(source, target.skill_dir))
-    return out
-
-
-# --------------------------------------------------------------------------- report
-
-
-def next_steps(plans: Sequence[Plan]) -> list[str]:
-    lines = ["", "Next steps:"]
-    for plan in plans:
-        target, spec = plan.target, plan.target.host.INSTALL
-        status = target.skill_dir / "skill" / "status.py"
-        changed = plan.merge.action in ("added", "updated")
-        values = {
-            "settings": target.settings,
-            "settings_name": target.settings.name,
-            "project": target.project,
-            "changed": " (it is new or changed, so it asks again)" if changed else "",
-        }
-        notes = list(spec["after_install"])
-        if target.scope == "project":
-            notes += spec.get("after_install_project", ())
-        for index, note in enumerate(notes):
-            lines.append(("- " if index == 0 else "  ") + note.format(**values))
-        lines.append(f"  Status: python3 {sh_quote(str(status))}")
-    lines += [
-        "- Spending cap (default $25 a session): set RUNAWAY_GUARD_MAX_USD, or write "
-        '{"max_usd": 25} to ~/.config/runaway-guard/config.json.',
-        "- Check later that the hook can still run: python3 installer/install.py --check "
-        "--host ... (same --scope/--project).",
-    ]
-    return lines
 
 
 def run_install(
@@ -323,107 +91,12 @@ def _without_plugged(targets: Sequence[Target], env: Mapping[str, str], out) -> 
     return kept
 
 
-# --------------------------------------------------------------------------- check
-
-
-def check_target(target: Target, env: Mapping[str, str], out) -> bool:
-    print(f"== {target.host.LABEL} ({target.scope} scope): {target.settings}", file=out)
-    entry = target.entry
-    where = plugged(target, env)
-    if where:
-        called = target.host.INSTALL["plugin"].get("called", "plugin")
-        for place in where:
-            print(f"runaway-guard runs as {target.host.LABEL}'s {called}: {place}", file=out)
-        if not _hook_present(target):
-            print(f"ok: the {called} runs the guard (the installer hook is not there).", file=out)
-            return True
-        print(
-            f"warning: the installer's hook and the {called} both run the guard on every call "
-            "(each call is counted once, at twice the cost): uninstall one of them.",
-            file=out,
-        )
-    if entry["kind"] == "owned-file":
-        return _check_owned(target, env, out)
-    loaded = load_settings(target.settings, entry["events"])
-    if not loaded.exists:
-        print(f"FAIL: {target.settings} does not exist: the guard is not installed.", file=out)
-        return False
-    if loaded.bom:
-        print(
-            "warning: the file starts with a UTF-8 byte-order mark; a strict JSON reader may "
-            "reject it. Save it as UTF-8 without BOM.",
-            file=out,
-        )
-    ok = True
-    for event in entry["events"]:
-        positions = guard_positions(loaded.obj, event, entry["grouped"])
-        if not positions:
-            print(f"FAIL: no runaway-guard hook in {event}: run the installer again.", file=out)
-            ok = False
-        for position in positions:
-            handler = handler_at(loaded.obj, event, position)
-            command = _guard_value(handler)
-            print(f"hook in {event}: {command}", file=out)
-            ok = check_command(command, env, out) and ok
-            note = getattr(target.host, "check_note", None)
-            if note:
-                group = loaded.obj["hooks"][event][position[0]]
-                print(note(target.settings, handler, position, group, env), file=out)
-    return ok
-
-
-def _hook_present(target: Target) -> bool:
-    """Whether the installer's hook is in the target's settings (or its own file exists)."""
-    entry = target.entry
-    if entry["kind"] == "owned-file":
-        return target.settings.is_file() and owned_file.is_ours(target.settings.read_bytes())
-    obj = load_settings(target.settings, entry["events"]).obj
-    return any(guard_positions(obj, event, entry["grouped"]) for event in entry["events"])
-
-
-def _check_owned(target: Target, env: Mapping[str, str], out) -> bool:
-    path = target.settings
-    raw = path.read_bytes() if path.is_file() else None
-    if raw is None or not owned_file.is_ours(raw):
-        print(f"FAIL: no runaway-guard file at {path}: run the installer again.", file=out)
-        return False
-    if "template" not in target.entry:
-        values = owned_file.filled_values(target.entry, raw, target.skill_dir)
-        if values is None:
-            guard = target.skill_dir / "skill" / "guard.py"
-            ok = guard.is_file()
-            print(f"{'ok' if ok else 'FAIL'}: {guard} {'exists' if ok else 'is gone'}.", file=out)
-            return ok
-        command = f"{sh_quote(values['python'])} -I -S {sh_quote(values['guard'])}"
-        print(f"runs: {command}", file=out)
-        return check_command(command, env, out)
-    handlers = []
-    _collect_handlers(json.loads(raw), handlers)
-    return all(check_command(_guard_value(handler), env, out) for handler in handlers)
-
-
-def _collect_handlers(value: Any, found: list) -> None:
-    if isinstance(value, dict):
-        if is_guard_handler(value):
-            found.append(value)
-        for item in value.values():
-            _collect_handlers(item, found)
-    elif isinstance(value, list):
-        for item in value:
-            _collect_handlers(item, found)
-
-
-def _guard_value(handler: dict[str, Any]) -> str:
-    """The handler's value that runs the guard (its `command`, or Copilot's `bash`)."""
-    return next(v for v in handler.values() if isinstance(v, str) and "guard.py" in v)
+# --------------------------------------------------------------------------- main
 
 
 def run_check(targets: Sequence[Target], env: Mapping[str, str], out) -> int:
     results = [check_target(t, env, out) for t in targets]
     return EXIT_OK if all(results) else EXIT_ERROR
-
-
-# --------------------------------------------------------------------------- main
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

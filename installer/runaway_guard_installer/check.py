@@ -11,6 +11,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
+from typing import Any
+
+from . import owned_file
+from .hook_list import guard_positions, handler_at, is_guard_handler, sh_quote
+from .settings_file import load_settings
+from .targets import Target, plugged
 
 CHECK_TIMEOUT_S = 30
 
@@ -79,3 +85,95 @@ def check_command(command: str, env: Mapping[str, str], out) -> bool:
             return False
     print(f"ok: {python} runs the guard ({elapsed:.0f} ms with an empty payload).", file=out)
     return True
+
+
+def check_target(target: Target, env: Mapping[str, str], out) -> bool:
+    print(f"== {target.host.LABEL} ({target.scope} scope): {target.settings}", file=out)
+    entry = target.entry
+    where = plugged(target, env)
+    if where:
+        called = target.host.INSTALL["plugin"].get("called", "plugin")
+        for place in where:
+            print(f"runaway-guard runs as {target.host.LABEL}'s {called}: {place}", file=out)
+        if not _hook_present(target):
+            print(f"ok: the {called} runs the guard (the installer hook is not there).", file=out)
+            return True
+        print(
+            f"warning: the installer's hook and the {called} both run the guard on every call "
+            "(each call is counted once, at twice the cost): uninstall one of them.",
+            file=out,
+        )
+    if entry["kind"] == "owned-file":
+        return _check_owned(target, env, out)
+    loaded = load_settings(target.settings, entry["events"])
+    if not loaded.exists:
+        print(f"FAIL: {target.settings} does not exist: the guard is not installed.", file=out)
+        return False
+    if loaded.bom:
+        print(
+            "warning: the file starts with a UTF-8 byte-order mark; a strict JSON reader may "
+            "reject it. Save it as UTF-8 without BOM.",
+            file=out,
+        )
+    ok = True
+    for event in entry["events"]:
+        positions = guard_positions(loaded.obj, event, entry["grouped"])
+        if not positions:
+            print(f"FAIL: no runaway-guard hook in {event}: run the installer again.", file=out)
+            ok = False
+        for position in positions:
+            handler = handler_at(loaded.obj, event, position)
+            command = _guard_value(handler)
+            print(f"hook in {event}: {command}", file=out)
+            ok = check_command(command, env, out) and ok
+            note = getattr(target.host, "check_note", None)
+            if note:
+                group = loaded.obj["hooks"][event][position[0]]
+                print(note(target.settings, handler, position, group, env), file=out)
+    return ok
+
+
+def _hook_present(target: Target) -> bool:
+    """Whether the installer's hook is in the target's settings (or its own file exists)."""
+    entry = target.entry
+    if entry["kind"] == "owned-file":
+        return target.settings.is_file() and owned_file.is_ours(target.settings.read_bytes())
+    obj = load_settings(target.settings, entry["events"]).obj
+    return any(guard_positions(obj, event, entry["grouped"]) for event in entry["events"])
+
+
+def _check_owned(target: Target, env: Mapping[str, str], out) -> bool:
+    path = target.settings
+    raw = path.read_bytes() if path.is_file() else None
+    if raw is None or not owned_file.is_ours(raw):
+        print(f"FAIL: no runaway-guard file at {path}: run the installer again.", file=out)
+        return False
+    if "template" not in target.entry:
+        values = owned_file.filled_values(target.entry, raw, target.skill_dir)
+        if values is None:
+            guard = target.skill_dir / "skill" / "guard.py"
+            ok = guard.is_file()
+            print(f"{'ok' if ok else 'FAIL'}: {guard} {'exists' if ok else 'is gone'}.", file=out)
+            return ok
+        command = f"{sh_quote(values['python'])} -I -S {sh_quote(values['guard'])}"
+        print(f"runs: {command}", file=out)
+        return check_command(command, env, out)
+    handlers = []
+    _collect_handlers(json.loads(raw), handlers)
+    return all(check_command(_guard_value(handler), env, out) for handler in handlers)
+
+
+def _collect_handlers(value: Any, found: list) -> None:
+    if isinstance(value, dict):
+        if is_guard_handler(value):
+            found.append(value)
+        for item in value.values():
+            _collect_handlers(item, found)
+    elif isinstance(value, list):
+        for item in value:
+            _collect_handlers(item, found)
+
+
+def _guard_value(handler: dict[str, Any]) -> str:
+    """The handler's value that runs the guard (its `command`, or Copilot's `bash`)."""
+    return next(v for v in handler.values() if isinstance(v, str) and "guard.py" in v)

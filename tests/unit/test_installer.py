@@ -35,6 +35,7 @@ _spec = importlib.util.spec_from_file_location(
 install = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = install
 _spec.loader.exec_module(install)
+from runaway_guard_installer import hook_list, settings_file  # noqa: E402  (on sys.path now)
 
 STAND_IN_GUARD = """\
 import pathlib, sys
@@ -216,7 +217,7 @@ def test_valid_file_round_trip(host, scope, fixture, tmp_path, source, home):
     installed = parse(target)
     assert same(without_guard(installed), without_guard(original))
     skill = skill_path(host, scope, home, project)
-    command = install.hook_command(sys.executable, skill)
+    command = hook_list.hook_command(sys.executable, skill)
     before = guard_handlers(original)
     after = guard_handlers(installed)
     if before:
@@ -331,8 +332,8 @@ def test_host_all_refuses_both_when_one_is_invalid(tmp_path, source, home, capsy
 def test_concurrent_change_is_not_overwritten(tmp_path):
     target = tmp_path / "settings.json"
     target.write_text('{"someone": "else"}')
-    with pytest.raises(install.InstallError, match="changed while"):
-        install.write_atomic(target, b"{}\n", expected=b"{}")
+    with pytest.raises(settings_file.InstallError, match="changed while"):
+        settings_file.write_atomic(target, b"{}\n", expected=b"{}")
     assert target.read_text() == '{"someone": "else"}'
     assert [p.name for p in tmp_path.iterdir()] == ["settings.json"]
 
@@ -555,7 +556,7 @@ def test_installed_command_runs_through_sh(host, tmp_path, source):
 def test_sh_quote_round_trips():
     for text in (WEIRD, "", "'", "''", "a'b'c", "$(rm -rf /)", "\n\t"):
         proc = subprocess.run(
-            ["sh", "-c", f"printf %s {install.sh_quote(text)}"], capture_output=True, check=True
+            ["sh", "-c", f"printf %s {hook_list.sh_quote(text)}"], capture_output=True, check=True
         )
         assert proc.stdout.decode() == text
 
@@ -708,7 +709,7 @@ def test_cursor_command_allows_the_call_when_the_guard_cannot_start(tmp_path, so
     """Cursor's CLI blocks a call whose hook printed nothing: a missing interpreter must not."""
     assert run(["--host", "cursor"], {"HOME": str(home)}, source)[0] == 0
     installed = parse(home / ".cursor" / "hooks.json")["hooks"]["preToolUse"][0]["command"]
-    broken = installed.replace(install.sh_quote(sys.executable), "/nonexistent/python3")
+    broken = installed.replace(hook_list.sh_quote(sys.executable), "/nonexistent/python3")
     done = subprocess.run(["sh", "-c", broken], input=b"{}", capture_output=True, check=True)
     assert json.loads(done.stdout) == {"permission": "allow"}
     # the stand-in guard answers nothing and exits 0: the fallback is not printed then
