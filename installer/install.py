@@ -173,13 +173,14 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     if "/" in args.python or os.sep in args.python:
         args.python = os.path.abspath(args.python)
     chosen = chosen_hosts(args.host, env, out)
-    if not chosen:
+    if not chosen:  # nothing went wrong, there is nothing to guard: say so and how to go on
         print(
-            "install.py: no coding agent found on this machine (looked for each host's folder "
-            f"and CLI). Name one: --host {'|'.join(INSTALLABLE)}.",
-            file=sys.stderr,
+            "No coding agent found on this machine (looked for each host's folder, its "
+            "variable and its CLI on PATH): nothing was installed. Install one first, or name "
+            f"it to install the guard for it anyway: --host {'|'.join(INSTALLABLE)}.",
+            file=out,
         )
-        return EXIT_REFUSED
+        return EXIT_ERROR if args.check else EXIT_OK
     targets = [locate(host, args.scope, project, env) for host in chosen]
     try:
         if args.check:

@@ -477,8 +477,9 @@ def test_env_overrides_and_project_default(tmp_path, source, home, monkeypatch):
 
 def test_host_all_means_the_hosts_found_here(tmp_path, source, home, capsys):
     env = {"HOME": str(home)}
-    assert run(["--host", "all"], env, source)[0] == 2
-    assert "no coding agent found" in capsys.readouterr().err
+    code, out = run(["--host", "all"], env, source)
+    assert code == 0 and "No coding agent found" in out and "nothing was installed" in out
+    assert run(["--host", "all", "--check"], env, source)[0] == 1
     assert list(home.iterdir()) == []
     code, out = run(["--host", "all"], with_clis(env, tmp_path, "codex"), source)
     assert code == 0
