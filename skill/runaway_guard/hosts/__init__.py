@@ -61,9 +61,8 @@ def _gemini(payload, environ):
 
 def _qwen(payload, environ):
     """Qwen Code's payloads carry the model's call id as `tool_call_id` (Claude Code never does)
-    and prompt ids `<session>########<n>`; Cursor's subagentStart has a tool_call_id too."""
-    if "conversation_id" in payload or "cursor_version" in payload:
-        return False
+    and prompt ids `<session>########<n>` (Cursor's subagentStart has a tool_call_id too: Cursor
+    is checked first)."""
     prompt_id = payload.get("prompt_id")
     return "tool_call_id" in payload or (isinstance(prompt_id, str) and "########" in prompt_id)
 
@@ -85,8 +84,8 @@ def _copilot(payload, environ):
 # payloads share fields), so it lives here and not in the host modules.
 SIGNATURES = (
     ("opencode", _has("runaway_guard_plugin")),  # the guard's own plugin names itself
-    ("qwen", _qwen),
     ("cursor", _cursor),
+    ("qwen", _qwen),
     ("copilot", _copilot),
     ("codex", _has("turn_id")),
     ("gemini", _gemini),
