@@ -106,7 +106,7 @@ def _decide(book, call, settings, host):
     # A host whose payload has no call id (Copilot) learns it from its session files.
     if call.tool_use_id != known_id and call.tool_use_id in state["answers"]:
         return _again(state, call, settings, host)
-    _new_prompt(state, call)
+    _new_prompt(state, call)  # again: a host may learn the prompt from its files (Copilot)
     daily = _daily_spend(state, call, settings)
     if state["off"]:
         return None
