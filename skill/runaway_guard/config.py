@@ -6,9 +6,7 @@ Nor can it name the team, the person or the servers their spend is published to 
 come from the user's file or the environment only.
 """
 
-import os
-
-from . import jsonio
+from . import fs, jsonio
 
 PREFIX = "RUNAWAY_GUARD_"
 PROJECT_FILE = ".runaway-guard.json"
@@ -59,18 +57,18 @@ class Config:
         self.interrupt = interrupt
 
 
-def user_config_path(environ=os.environ):
-    base = environ.get("XDG_CONFIG_HOME") or os.path.join(_home(environ), ".config")
-    return os.path.join(base, "runaway-guard", "config.json")
+def user_config_path(environ=fs.environ):
+    base = environ.get("XDG_CONFIG_HOME") or fs.join(_home(environ), ".config")
+    return fs.join(base, "runaway-guard", "config.json")
 
 
-def default_state_dir(environ=os.environ):
-    base = environ.get("XDG_STATE_HOME") or os.path.join(_home(environ), ".local", "state")
-    return os.path.join(base, "runaway-guard")
+def default_state_dir(environ=fs.environ):
+    base = environ.get("XDG_STATE_HOME") or fs.join(_home(environ), ".local", "state")
+    return fs.join(base, "runaway-guard")
 
 
 def _home(environ):
-    return environ.get("HOME") or os.path.expanduser("~")
+    return environ.get("HOME") or fs.expanduser("~")
 
 
 def _number(key, value):
@@ -118,14 +116,14 @@ def _find_project_file(cwd):
     """The nearest .runaway-guard.json from cwd up to the repository root."""
     if not cwd:
         return None
-    directory = os.path.abspath(cwd)
+    directory = fs.abspath(cwd)
     for _ in range(64):
-        candidate = os.path.join(directory, PROJECT_FILE)
-        if os.path.isfile(candidate):
+        candidate = fs.join(directory, PROJECT_FILE)
+        if fs.isfile(candidate):
             return candidate
-        if os.path.exists(os.path.join(directory, ".git")):
+        if fs.exists(fs.join(directory, ".git")):
             return None
-        parent = os.path.dirname(directory)
+        parent = fs.dirname(directory)
         if parent == directory:
             return None
         directory = parent
@@ -140,7 +138,7 @@ def _tighter(key, current, proposed):
     return min(current, proposed)
 
 
-def load(cwd=None, environ=os.environ):
+def load(cwd=None, environ=fs.environ):
     """The effective configuration for a call made in cwd."""
     problems = []
     values = dict(DEFAULTS)
@@ -198,7 +196,7 @@ def load(cwd=None, environ=os.environ):
         state_dir = default_state_dir(environ)
     off = environ.get(PREFIX + "OFF", "") == "1" or user.get("off") is True
     settings = Config(
-        values, os.path.expanduser(state_dir), off, problems, sources, user_path, interrupt
+        values, fs.expanduser(state_dir), off, problems, sources, user_path, interrupt
     )
     if environ.get(PREFIX + "TEAM") or user.get("team"):
         _team(settings, user, project, environ, problems, user_path)
@@ -242,14 +240,14 @@ def _team(settings, user, project, environ, problems, user_path):
     settings.team_fail_closed = closed is True or project.get("team_fail_closed") is True
 
 
-def login_name(environ=os.environ):
+def login_name(environ=fs.environ):
     """The person's login name as a label: LOGNAME/USER, else the password database."""
     name = environ.get("LOGNAME") or environ.get("USER") or environ.get("USERNAME") or ""
     if not name:
         try:
             import pwd
 
-            name = pwd.getpwuid(os.getuid()).pw_name
+            name = pwd.getpwuid(fs.getuid()).pw_name
         except (ImportError, KeyError, AttributeError):
             name = "unknown"
     return "".join(c if c in _LABEL else "_" for c in name[:64]) or "unknown"

@@ -6,9 +6,7 @@ person: where the host can ask, the guard asks them; where it cannot, it refuses
 agent the exact command for the person to run in their own terminal.
 """
 
-import os
-
-from . import config, ledger
+from . import config, fs, ledger
 from .money import money, suggest_cap, usd
 
 STATUS_SCRIPT = "status.py"
@@ -28,8 +26,8 @@ def sh_quote(text):
 
 def status_command():
     """The status script as a shell command for a person to run."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return f"python3 {sh_quote(os.path.join(here, STATUS_SCRIPT))}"
+    here = fs.dirname(fs.dirname(fs.abspath(__file__)))
+    return f"python3 {sh_quote(fs.join(here, STATUS_SCRIPT))}"
 
 
 def _mentions_guard(text):
@@ -52,8 +50,8 @@ def classify(call, state_dir, config_path):
     if call.tool in ("Edit", "Write") and isinstance(call.tool_input, dict):
         target = call.tool_input.get("file_path") or call.tool_input.get("path")
         patch = call.tool_input.get("command")
-        guarded = (state_dir, os.path.dirname(config_path))
-        if isinstance(target, str) and os.path.abspath(target).startswith(guarded):
+        guarded = (state_dir, fs.dirname(config_path))
+        if isinstance(target, str) and fs.abspath(target).startswith(guarded):
             return LOOSEN
         if isinstance(patch, str) and any(place in patch for place in guarded):
             return LOOSEN

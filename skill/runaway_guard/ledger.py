@@ -9,10 +9,9 @@ Two files per session in the state dir, both private to the user:
 Money is kept in integer picodollars so sums and corrections are exact.
 """
 
-import os
 import time
 
-from . import jsonio
+from . import fs, jsonio
 
 VERSION = 1
 # Responses whose usage may still be corrected by a later row of the same response: an agent
@@ -26,16 +25,11 @@ PRUNE_EVERY = 86400.0  # looked for at most once a day: one stat per call otherw
 LOCK_WAIT = 10.0
 BURN_STEP, BURN_KEEP = 60.0, 64  # one spend sample a minute at most, the last hour or so
 
-try:
-    import fcntl
-except ImportError:  # Windows: no advisory locks; the guard still runs, unlocked.
-    fcntl = None
-
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
 
 def private_dir(path):
-    os.makedirs(path, mode=0o700, exist_ok=True)
+    fs.makedirs(path, 0o700)
     return path
 
 
@@ -51,27 +45,27 @@ def safe_name(text):
 
 def write_atomic(path, data):
     """Replace path with data in one step, so readers never see a torn file."""
-    temp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    temp = f"{path}.{fs.getpid()}.tmp"
+    fd = fs.open(temp, fs.O_WRONLY | fs.O_CREAT | fs.O_TRUNC, 0o600)
     try:
         try:
             write_all(fd, data)
         finally:
-            os.close(fd)
-        os.replace(temp, path)
+            fs.close(fd)
+        fs.replace(temp, path)
     except BaseException:
         try:
-            os.remove(temp)  # a full disk must not be filled further by leftovers
+            fs.remove(temp)  # a full disk must not be filled further by leftovers
         except OSError:
             pass
         raise
 
 
 def write_all(fd, data):
-    """os.write until every byte is written (a short write happens as a disk fills up)."""
+    """fs.write until every byte is written (a short write happens as a disk fills up)."""
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view) :]
+        view = view[fs.write(fd, view) :]
 
 
 def read_json(path):
@@ -84,30 +78,40 @@ def read_json(path):
     return data if isinstance(data, dict) else None
 
 
+def try_lock(fd):
+    """Whether this process now holds fd's file's lock: a POSIX record lock (lockf, from
+    posix; flock would import fcntl, 0.3 ms a call where it is a shared library). The lock is
+    the process's until it closes the file. Windows has no advisory locks: the guard runs
+    unlocked there."""
+    if fs.lockf is None:
+        return True
+    try:
+        fs.lockf(fd, fs.F_TLOCK, 0)
+        return True
+    except (BlockingIOError, PermissionError):  # EAGAIN or EACCES: held by another process
+        return False
+
+
 class Lock:
     """An exclusive lock on a file, waited for a bounded time (parallel calls run at once)."""
 
-    def __init__(self, path):
+    def __init__(self, path, attempt=try_lock):
         self.path = path
+        self.attempt = attempt
         self.fd = None
 
     def __enter__(self):
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        if fcntl is None:
-            return self
+        self.fd = fs.open(self.path, fs.O_RDWR | fs.O_CREAT, 0o600)
         deadline = time.monotonic() + LOCK_WAIT
-        while True:
-            try:
-                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return self
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    os.close(self.fd)
-                    raise TimeoutError(f"lock busy: {self.path}") from None
-                time.sleep(0.003)
+        while not self.attempt(self.fd):
+            if time.monotonic() > deadline:
+                fs.close(self.fd)
+                raise TimeoutError(f"lock busy: {self.path}")
+            time.sleep(0.003)
+        return self
 
     def __exit__(self, *exc):
-        os.close(self.fd)  # closing releases the lock
+        fs.close(self.fd)  # closing releases the lock
 
 
 def new_state(host, session_id):
@@ -135,8 +139,8 @@ def new_state(host, session_id):
 
 
 def session_paths(state_dir, host, session_id):
-    folder = os.path.join(state_dir, "sessions", host)
-    base = os.path.join(folder, safe_name(session_id))
+    folder = fs.join(state_dir, "sessions", host)
+    base = fs.join(folder, safe_name(session_id))
     return folder, base
 
 
@@ -183,7 +187,7 @@ class Ledger:
             else:
                 # A state this call could not work with is rebuilt from the ledger next time.
                 try:
-                    os.remove(self.state_path)
+                    fs.remove(self.state_path)
                 except OSError:
                     pass
         finally:
@@ -215,7 +219,7 @@ class Ledger:
         """A fresh state whose spend is the ledger's, with every transcript to be re-read."""
         state = new_state(self.host, self.session_id)
         self.state = state
-        if os.path.exists(self.ledger_path):
+        if fs.exists(self.ledger_path):
             self.load_known()
             for entry in self.known.values():
                 self._book(entry, 1)
@@ -261,11 +265,11 @@ class Ledger:
             burn.append([round(now, 1), state["spend"]["total"]])
             del burn[:-BURN_KEEP]
         if self._appended:
-            fd = os.open(self.ledger_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            fd = fs.open(self.ledger_path, fs.O_WRONLY | fs.O_CREAT | fs.O_APPEND, 0o600)
             try:
                 write_all(fd, "".join(self._appended).encode())
             finally:
-                os.close(fd)
+                fs.close(fd)
             self._appended = []
         # a trim keeps at most RECENT + one per active agent: trim once RECENT more built up
         if len(state["recent"]) > 2 * RECENT + len(self._active) or self._stale:
@@ -506,28 +510,28 @@ def prune_if_due(state_dir, now=None):
     so parallel calls do not prune too. Returns how many sessions were deleted.
     """
     now = time.time() if now is None else now
-    marker = os.path.join(state_dir, ".pruned")  # not among the sessions' folders
+    marker = fs.join(state_dir, ".pruned")  # not among the sessions' folders
     try:
-        if 0 <= now - os.stat(marker).st_mtime < PRUNE_EVERY:
+        if 0 <= now - fs.stat(marker).st_mtime < PRUNE_EVERY:
             return 0
     except OSError:
         pass
     try:
-        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, 0o600))
-        os.utime(marker, (now, now))
+        fs.close(fs.open(marker, fs.O_WRONLY | fs.O_CREAT, 0o600))
+        fs.utime(marker, (now, now))
     except OSError:
         return 0
     cutoff = now - PRUNE_AFTER
     removed = 0
-    for folder in _subfolders(os.path.join(state_dir, "sessions")):
+    for folder in _subfolders(fs.join(state_dir, "sessions")):
         removed += _prune_folder(folder, cutoff, ".lock")
-    _prune_folder(os.path.join(state_dir, "daily"), cutoff, ".json.lock")
+    _prune_folder(fs.join(state_dir, "daily"), cutoff, ".json.lock")
     return removed
 
 
 def _subfolders(root):
     try:
-        return [item.path for item in os.scandir(root) if item.is_dir(follow_symlinks=False)]
+        return [item.path for item in fs.scandir(root) if item.is_dir(follow_symlinks=False)]
     except OSError:
         return []
 
@@ -548,7 +552,7 @@ def _prune_folder(folder, cutoff, lock_suffix):
     files; a day's file and lock) whose newest is older than cutoff, unless its lock is held."""
     groups = {}
     try:
-        items = list(os.scandir(folder))
+        items = list(fs.scandir(folder))
     except OSError:
         return 0
     for item in items:
@@ -568,30 +572,44 @@ def _prune_folder(folder, cutoff, lock_suffix):
     for base, (newest, paths) in groups.items():
         if newest >= cutoff or not base:
             continue
-        lock_path = os.path.join(folder, base + lock_suffix)
+        lock_path = fs.join(folder, base + lock_suffix)
         try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+            fd = fs.open(lock_path, fs.O_RDWR | fs.O_CREAT, 0o600)
         except OSError:
             continue
         try:
-            if fcntl is not None:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError:
-                    continue  # a call on this session is running right now
+            if not try_lock(fd):
+                continue  # a call on this session is running right now
             for path in sorted(paths, key=lambda path: path == lock_path):
                 try:
-                    os.remove(path)
+                    fs.remove(path)
                 except OSError:
                     pass
             removed += 1
         finally:
-            os.close(fd)
+            fs.close(fd)
     return removed
 
 
 def daily_path(state_dir, day):
-    return os.path.join(state_dir, "daily", f"{day}.json")
+    return fs.join(state_dir, "daily", f"{day}.json")
+
+
+def day_shares(state_dir, day):
+    """Each session's spend on day, for status: the day file lists the day's sessions, and a
+    session's own state has its current figure (without a daily cap the hook updates its share
+    in the day file only every so often: hook._daily_spend)."""
+    shares = read_json(daily_path(state_dir, day)) or {}
+    for key, pusd in shares.items():
+        if not isinstance(pusd, int) or ":" not in key:
+            continue
+        state = read_json(session_paths(state_dir, *key.split(":", 1))[1] + ".json") or {}
+        spend = state.get("spend")
+        days = spend.get("day") if isinstance(spend, dict) else None
+        current = days.get(day) if isinstance(days, dict) else None
+        if isinstance(current, int) and current > pusd:
+            shares[key] = current
+    return shares
 
 
 def daily_spend(state_dir, day, session_key=None, session_pusd=None):
@@ -604,7 +622,7 @@ def daily_spend(state_dir, day, session_key=None, session_pusd=None):
     if session_key is None:
         shares = read_json(path) or {}
     else:
-        private_dir(os.path.dirname(path))
+        private_dir(fs.dirname(path))
         with Lock(path + ".lock"):
             shares = read_json(path) or {}
             if shares.get(session_key) != session_pusd:

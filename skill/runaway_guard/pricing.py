@@ -10,9 +10,7 @@ picodollars per token, so a response costs an exact integer, rounded at most onc
 inference premium), and a session total is an exact sum.
 """
 
-import os
-
-from . import jsonio
+from . import fs, jsonio
 
 _PICO_PER_MTOK_USD = 10**6  # $1 per million tokens = 1e6 picodollars per token
 
@@ -272,7 +270,7 @@ def _family_of(families, name):
 
 
 def _price_file():
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "prices.json")
+    return fs.join(fs.dirname(fs.abspath(__file__)), "prices.json")
 
 
 def _load():

@@ -115,8 +115,8 @@ def build(path, state, state_dir, environ=os.environ, now=None):
     raised = raised if isinstance(raised, (int, float)) and not isinstance(raised, bool) else None
     cap = raised if raised is not None else settings.max_usd
     today = time.strftime("%Y-%m-%d", time.localtime(now))
-    daily = usd(ledger.daily_spend(state_dir, today))
-    daily_shares = ledger.read_json(ledger.daily_path(state_dir, today)) or {}
+    daily_shares = ledger.day_shares(state_dir, today)
+    daily = usd(sum(value for value in daily_shares.values() if isinstance(value, int)))
     host, session_id = state.get("host"), state["session_id"]
 
     agents = {}
@@ -256,7 +256,7 @@ def today_rows(state_dir, environ=os.environ, now=None):
     """Every session with spend today, both hosts: the `--today` table's rows."""
     now = time.time() if now is None else now
     day = time.strftime("%Y-%m-%d", time.localtime(now))
-    shares = ledger.read_json(ledger.daily_path(state_dir, day)) or {}
+    shares = ledger.day_shares(state_dir, day)
     rows = []
     for key, pusd in shares.items():
         if not isinstance(pusd, int) or ":" not in key:

@@ -12,7 +12,7 @@ from the page cache 3-6 times slower than reading into memory already mapped, an
 reads a few appended lines must not pay for zeroing 4 MiB either.
 """
 
-import os
+from . import fs
 
 BLOCK = 1 << 22  # 4 MiB a read keeps memory flat whatever the file's size.
 MAX_LINE = 1 << 23  # A longer line cannot be a record worth the memory; it is skipped.
@@ -36,9 +36,9 @@ def _block(size):
 
 
 def _read_into(fd, buffer):
-    if hasattr(os, "readv"):
-        return os.readv(fd, [buffer])
-    data = os.read(fd, len(buffer))  # pragma: no cover - Windows
+    if hasattr(fs, "readv"):
+        return fs.readv(fd, [buffer])
+    data = fs.read(fd, len(buffer))  # pragma: no cover - Windows
     buffer[: len(data)] = data
     return len(data)
 
@@ -66,7 +66,7 @@ def read_new(path, cursor, on_line, on_restart):
     being skipped). on_restart() runs before the first line when the file is read again from the
     start. Raises OSError when the path cannot be read or is not a regular file.
     """
-    info = os.stat(path)
+    info = fs.stat(path)
     if not regular(info.st_mode):
         raise OSError(f"not a regular file: {path}")
     offset = cursor.get("off", 0)
@@ -80,9 +80,9 @@ def read_new(path, cursor, on_line, on_restart):
         cursor["off"] = offset
         return
     lines = getattr(on_line, "lines", None) or split_lines(on_line)
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    fd = fs.open(path, fs.O_RDONLY | fs.O_NONBLOCK)
     try:
-        os.lseek(fd, offset, os.SEEK_SET)
+        fs.lseek(fd, offset, fs.SEEK_SET)
         buffer = _block(info.st_size - offset + 1)
         view = memoryview(buffer)
         position = offset  # the file offset of buffer[0] on the next read
@@ -130,4 +130,4 @@ def read_new(path, cursor, on_line, on_restart):
         else:
             cursor.pop("skip", None)
     finally:
-        os.close(fd)
+        fs.close(fd)

@@ -28,11 +28,10 @@ so a session's last spend is published even when no call follows it.
 This module is imported only when a team is configured; urllib only in the refresh.
 """
 
-import os
 import sys
 import time
 
-from . import jsonio, ledger, wires
+from . import fs, jsonio, ledger, wires
 from .decisions import STOP
 from .money import PICO, money
 
@@ -47,18 +46,13 @@ URGENT_GAP = 2.0  # a session near a team cap publishes its spend this soon
 LINGER_S = 600.0  # the longest a refresh process lives (then a hook starts the next one)
 ACTIVE_S = 86400.0  # sessions written this recently are listed in the cache (see figures())
 
-try:
-    import fcntl
-except ImportError:  # Windows: a lock file created exclusively instead
-    fcntl = None
-
 
 def folder(state_dir):
-    return os.path.join(state_dir, "team")
+    return fs.join(state_dir, "team")
 
 
 def cache_path(state_dir):
-    return os.path.join(folder(state_dir), "cache.json")
+    return fs.join(folder(state_dir), "cache.json")
 
 
 def periods(now):
@@ -115,7 +109,9 @@ def figures(settings, state, cache, now):
     for key in ("stale_since", "error", "warning"):
         result[key] = cache.get(key)
     result["refreshed_at"] = cache.get("fetched_at")
-    base = (cache.get("sessions") or {}).get(f"{state.get('host')}:{state.get('session_id')}")
+    sessions = cache.get("sessions")
+    key = f"{state.get('host')}:{state.get('session_id')}"
+    base = sessions.get(key) if isinstance(sessions, dict) else None
     if not (isinstance(base, list) and len(base) == 2 and all(_int(v) is not None for v in base)):
         started = state.get("started")
         snapshot = cache.get("snapshot_at")
@@ -319,30 +315,40 @@ def start_refresh(settings, host=None, session_id=None):
     Called with the session lock held: the refresh waits for that lock before it reads, so it
     sees what this call is about to save."""
     state_dir, environ = settings.state_dir, settings.environ
-    path = os.path.join(ledger.private_dir(folder(state_dir)), "refresh.lock")
-    if fcntl is None:
-        # Without flock: a lock file created exclusively, removed by the refresh (or when old).
+    path = fs.join(ledger.private_dir(folder(state_dir)), "refresh.lock")
+    if fs.lockf is None:
+        # Windows: a lock file created exclusively, removed by the refresh (or when old).
         try:
-            if time.time() - os.stat(path).st_mtime > DEADLINE + settings.team_refresh_s + 10:
-                os.remove(path)
+            if time.time() - fs.stat(path).st_mtime > DEADLINE + settings.team_refresh_s + 10:
+                fs.remove(path)
         except OSError:
             pass
         try:
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            fs.close(fs.open(path, fs.O_WRONLY | fs.O_CREAT | fs.O_EXCL, 0o600))
         except OSError:
             return False
         _spawn(state_dir, environ, None, (host, session_id))
         return True
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = fs.open(path, fs.O_RDWR | fs.O_CREAT, 0o600)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        if not _try_flock(fd):
             return False  # a refresh is running
         _spawn(state_dir, environ, fd, (host, session_id))
         return True
     finally:
-        os.close(fd)  # the refresh holds the lock through its own copy until it exits
+        fs.close(fd)  # the refresh holds the lock through its own copy until it exits
+
+
+def _try_flock(fd):
+    """The refresh lock is a flock, not the sessions' record lock (ledger.try_lock): the
+    refresh process inherits it with the descriptor, and a record lock is not inherited."""
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
 
 
 _BOOT = "import sys;sys.path.insert(0,sys.argv[1]);from runaway_guard import team;team.child()"
@@ -373,11 +379,11 @@ def _spawn(state_dir, environ, lock_fd, session):
 
     env = {k: v for k, v in environ.items() if k.startswith("RUNAWAY_GUARD_") or k in _PASS}
     env["RUNAWAY_GUARD_STATE_DIR"] = state_dir
-    skill = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    skill = fs.dirname(fs.dirname(fs.abspath(__file__)))
     host, session_id = (item if isinstance(item, str) else "" for item in session)
     argv = [sys.executable, "-I", "-S", "-c", _BOOT, skill, str(lock_fd or -1), host, session_id]
     options = {}
-    if os.name == "nt":
+    if sys.platform == "win32":
         options["creationflags"] = 0x00000008 | 0x00000200 | 0x08000000  # detached, no window
     else:
         options["start_new_session"] = True
@@ -412,10 +418,10 @@ def child():
         alarm = None
     from . import config
 
-    settings = config.load(None, os.environ)
+    settings = config.load(None, fs.environ)
     began = time.monotonic()
-    held = int(sys.argv[2]) if fcntl is not None and sys.argv[2:3] != ["-1"] else None
-    lock = os.path.join(folder(settings.state_dir), "refresh.lock")
+    held = int(sys.argv[2]) if fs.lockf is not None and sys.argv[2:3] != ["-1"] else None
+    lock = fs.join(folder(settings.state_dir), "refresh.lock")
     try:
         if settings.team:
             host, session_id = [*sys.argv[3:5], "", ""][:2]
@@ -435,17 +441,16 @@ def child():
                 if cache["error"] or time.monotonic() - began > LINGER_S:
                     break
                 if held is not None:
+                    import fcntl
+
                     fcntl.flock(held, fcntl.LOCK_UN)  # asleep: a sync may refresh meanwhile
                 time.sleep(settings.team_refresh_s)
-                if fcntl is None:
-                    os.utime(lock)  # not stale: still running
+                if fs.lockf is None:
+                    fs.utime(lock)  # not stale: still running
                 if not _changed_since(settings.state_dir, cache["snapshot_at"]):
                     break
-                if held is not None:
-                    try:
-                        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    except OSError:
-                        break  # another refresh runs
+                if held is not None and not _try_flock(held):
+                    break  # another refresh runs
                 latest = read_cache(settings.state_dir) or {}
                 if latest.get("attempted_at") != cache["attempted_at"]:
                     break  # another refresh ran meanwhile: the next call starts one when due
@@ -454,24 +459,24 @@ def child():
 
         log.append(settings.state_dir, "team", f"refresh failed: {type(error).__name__}: {error}")
     finally:
-        if fcntl is None:
+        if fs.lockf is None:
             try:
-                os.remove(lock)
+                fs.remove(lock)
             except OSError:
                 pass
-    os._exit(0)
+    fs._exit(0)
 
 
 def _changed_since(state_dir, moment):
     """Whether any session state or ledger was written after moment."""
-    root = os.path.join(state_dir, "sessions")
+    root = fs.join(state_dir, "sessions")
     try:
-        hosts = os.listdir(root)
+        hosts = fs.listdir(root)
     except OSError:
         return False
     for host in hosts:
         try:
-            entries = list(os.scandir(os.path.join(root, host)))
+            entries = list(fs.scandir(fs.join(root, host)))
         except OSError:
             continue
         for entry in entries:
@@ -486,7 +491,8 @@ def _changed_since(state_dir, moment):
 def sync(settings):
     """A refresh now, waited for (status.py --team-sync: CI's last step, debugging). It waits
     for a refresh in progress to end (its push must not land after this one's), not longer."""
-    lock = ledger.Lock(os.path.join(ledger.private_dir(folder(settings.state_dir)), "refresh.lock"))
+    path = fs.join(ledger.private_dir(folder(settings.state_dir)), "refresh.lock")
+    lock = ledger.Lock(path, attempt=_try_flock)
     try:
         lock.__enter__()
     except TimeoutError:
@@ -500,24 +506,24 @@ def sync(settings):
 
 def machine_id(state_dir):
     """This machine's id: random, made once in its state dir, never derived from the host."""
-    path = os.path.join(ledger.private_dir(folder(state_dir)), "machine")
+    path = fs.join(ledger.private_dir(folder(state_dir)), "machine")
     for _ in range(2):
         try:
             with open(path, encoding="ascii") as handle:
                 value = handle.read().strip()
             if value and len(value) <= 32 and value.isalnum():
                 return value
-            os.remove(path)  # damaged: a new id (its old group is deleted at the next push)
+            fs.remove(path)  # damaged: a new id (its old group is deleted at the next push)
         except (OSError, ValueError):
             pass
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            fd = fs.open(path, fs.O_WRONLY | fs.O_CREAT | fs.O_EXCL, 0o600)
         except FileExistsError:
             continue  # another process made it first: read theirs
         try:
-            ledger.write_all(fd, os.urandom(6).hex().encode())
+            ledger.write_all(fd, fs.urandom(6).hex().encode())
         finally:
-            os.close(fd)
+            fs.close(fd)
     raise OSError(f"cannot make a machine id in {path}")
 
 
@@ -528,14 +534,14 @@ def machine_totals(state_dir, month, day, now):
     month_start = time.mktime((local.tm_year, local.tm_mon, 1, 0, 0, 0, 0, 0, -1))
     month_total = day_total = 0
     sessions = {}
-    root = os.path.join(state_dir, "sessions")
+    root = fs.join(state_dir, "sessions")
     try:
-        hosts = sorted(os.listdir(root))
+        hosts = sorted(fs.listdir(root))
     except OSError:
         hosts = []
     for host in hosts:
         try:
-            entries = list(os.scandir(os.path.join(root, host)))
+            entries = list(fs.scandir(fs.join(root, host)))
         except OSError:
             continue
         stats = {}
@@ -550,7 +556,7 @@ def machine_totals(state_dir, month, day, now):
                 continue  # written before the month began: none of its spend is this month's
             if kind == "ledger" and base + ".json" in stats:
                 continue
-            path = os.path.join(root, host, name)
+            path = fs.join(root, host, name)
             state = ledger.read_json(path) if kind == "json" else None
             spend = state.get("spend") if state else None
             if isinstance(spend, dict) and isinstance(spend.get("day"), dict):
@@ -559,7 +565,7 @@ def machine_totals(state_dir, month, day, now):
             else:
                 if kind == "json" and base + ".ledger" not in stats:
                     continue
-                days, session_id = _ledger_days(os.path.join(root, host, base + ".ledger")), None
+                days, session_id = _ledger_days(fs.join(root, host, base + ".ledger")), None
             pair = _month_day(days, month, day)
             month_total += pair[0]
             day_total += pair[1]

@@ -376,9 +376,9 @@ def test_only_a_copilot_prompt_process_is_ever_signalled(monkeypatch):
     }
     monkeypatch.setattr(_procs, "process", table.get)
     killed, notes = [], []
-    monkeypatch.setattr(copilot.os, "kill", lambda pid, sig: killed.append(pid))
+    monkeypatch.setattr(copilot.fs, "kill", lambda pid, sig: killed.append(pid))
     for hook_parent in (40, 41, 42):
-        monkeypatch.setattr(_procs.os, "getppid", lambda pid=hook_parent: pid)
+        monkeypatch.setattr(_procs.fs, "getppid", lambda pid=hook_parent: pid)
         copilot.end_run(None, {}, notes.append)
     assert killed == [30]  # not 31 (interactive: the person answers the ask), not claude
     assert notes[0].startswith("interrupting copilot -p (pid 30)")
@@ -386,7 +386,7 @@ def test_only_a_copilot_prompt_process_is_ever_signalled(monkeypatch):
 
 
 def test_end_run_never_raises(monkeypatch):
-    monkeypatch.setattr(_procs.os, "getppid", lambda: 4_000_000)  # no such process
+    monkeypatch.setattr(_procs.fs, "getppid", lambda: 4_000_000)  # no such process
     copilot.end_run(None, {}, lambda note: None)
 
 

@@ -25,7 +25,7 @@ from claude_records import assistant, result, usage
 from guard_env import GUARD, ROOT, fuzz, jsonl
 from hypothesis import given
 from hypothesis import strategies as st
-from runaway_guard import config, hook, hosts, ledger, log
+from runaway_guard import config, fs, hook, hosts, ledger, log
 
 CODEX_FIXTURES = ROOT / "tests" / "fixtures" / "codex"
 HANG = 5.0  # seconds: a generous bound, far inside the hosts' hook timeouts
@@ -941,7 +941,8 @@ def test_full_disk_tmpfs(tmp_path):
 
 
 def test_full_disk_in_process(tmp_path, monkeypatch):
-    """os.write fails with ENOSPC for the state files (the log line still fits)."""
+    """The guard's writes (fs.write) fail with ENOSPC for the state files (the log line still
+    fits)."""
     environ = environment(tmp_path)
     payload = claude_payload(tmp_path)
     real_write = os.write
@@ -951,9 +952,9 @@ def test_full_disk_in_process(tmp_path, monkeypatch):
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_write(fd, data)
 
-    monkeypatch.setattr(os, "write", full)
+    monkeypatch.setattr(fs, "write", full)
     answer, error = guarded(payload, environ)
-    monkeypatch.setattr(os, "write", real_write)
+    monkeypatch.setattr(fs, "write", real_write)
     assert answer == "" and isinstance(error, OSError) and error.errno == errno.ENOSPC
     assert any(" fail-open " in line and "No space" in line for line in log_lines(environ))
     state = Path(environ["RUNAWAY_GUARD_STATE_DIR"]) / "sessions" / "claude"

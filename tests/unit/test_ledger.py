@@ -1,8 +1,11 @@
 """The ledger: exact spend from recorded sessions, read in any number of pieces, across rewrites."""
 
+import contextlib
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -265,6 +268,29 @@ def test_state_stays_small_and_keeps_each_agents_last_response(tmp_path):
         assert len(book.state["recent"]) == ledger.RECENT and book.state["active"] == {}
 
 
+@contextlib.contextmanager
+def held_by_another_process(path):
+    """The session lock held by a call in another process (a process never waits for its own
+    POSIX record locks)."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import os, sys; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT);"
+            " os.lockf(fd, os.F_LOCK, 0); print('held', flush=True); sys.stdin.read()",
+            str(path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline() == "held\n"
+        yield
+    finally:
+        holder.communicate("")
+
+
 def test_old_sessions_pruned_once_a_day(tmp_path):
     state_dir = tmp_path / "state"
     old, recent = (FakeCall("claude", name, tmp_path / f"{name}.jsonl") for name in ("o.1", "r"))
@@ -288,7 +314,7 @@ def test_old_sessions_pruned_once_a_day(tmp_path):
     # Not again the same day, whatever has aged since; a session in use is never pruned.
     os.utime(folder / "o.json", (aged, aged))
     assert ledger.prune_if_due(str(state_dir), now + 60) == 0
-    with ledger.Lock(str(folder / "o.lock")):
+    with held_by_another_process(folder / "o.lock"):
         os.utime(folder / "o.lock", (aged, aged))
         assert ledger.prune_if_due(str(state_dir), now + ledger.PRUNE_EVERY + 60) == 0
     assert ledger.prune_if_due(str(state_dir), now + 2 * ledger.PRUNE_EVERY + 60) == 1

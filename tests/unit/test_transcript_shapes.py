@@ -5,7 +5,7 @@ import os
 
 from claude_records import assistant, usage
 from guard_env import jsonl
-from runaway_guard import ledger
+from runaway_guard import fs, ledger
 from test_ledger import CODEX_EXPECTED, FakeCall, codex_session, sync_once
 
 OPUS_ROW = (3 * 5 + 10 * 25) * 10**6  # usage() priced at claude-opus-4-8, in picodollars
@@ -173,8 +173,8 @@ def test_subagent_folders_listed_again_only_when_they_change(tmp_path, monkeypat
     call = FakeCall("claude", "s1", main)
     assert set(sync_once(tmp_path / "state", "claude", call)["agent"]) == {"main", "a1", "a2"}
     listed = []
-    real_scandir = os.scandir
-    monkeypatch.setattr(os, "scandir", lambda path: listed.append(path) or real_scandir(path))
+    real_scandir = fs.scandir
+    monkeypatch.setattr(fs, "scandir", lambda path: listed.append(path) or real_scandir(path))
     sync_once(tmp_path / "state", "claude", call)
     assert listed == []  # both folders unchanged: nothing listed
     jsonl(subagents / "workflows" / "agent-a3.jsonl", [assistant("a3", model="claude-opus-4-8")])

@@ -4,6 +4,9 @@ import json
 
 from claude_records import assistant, pre_tool_use, result
 from guard_env import jsonl
+from hypothesis import given
+from hypothesis import strategies as st
+from runaway_guard.calls import fingerprint
 from runaway_guard.wires import loop_repeats
 
 
@@ -369,3 +372,29 @@ def test_installed_twice_every_call_counted_once(guard_env, tmp_path):
     sessions = guard_env.state_dir / "sessions" / "claude"
     assert json.loads(next(sessions.glob("*.json")).read_text())["twice"] is True
     assert "twice" in (guard_env.state_dir / "hook.log").read_text()
+
+
+# -- the call fingerprint the loop wire compares
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=8,
+)
+
+
+@given(json_values, json_values)
+def test_fingerprints_equal_exactly_when_the_values_do(first, second):
+    same = json.dumps(first, sort_keys=True) == json.dumps(second, sort_keys=True)
+    assert (fingerprint(first) == fingerprint(second)) == same
+    assert len(fingerprint(first)) == 16 and int(fingerprint(first), 16) >= 0
+
+
+@given(st.binary(max_size=64), st.integers(0, 63), st.integers(1, 255))
+def test_a_changed_byte_or_a_trailing_zero_changes_the_fingerprint(data, where, delta):
+    if data:
+        changed = bytearray(data)
+        changed[where % len(data)] = (changed[where % len(data)] + delta) % 256
+        assert fingerprint(bytes(changed)) != fingerprint(data)
+    assert fingerprint(data + b"\x00") != fingerprint(data)

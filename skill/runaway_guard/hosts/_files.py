@@ -5,10 +5,9 @@ the last call, and reports priced responses and tool outcomes to the book. Only 
 matter are parsed: a cheap byte test comes before any JSON decoding.
 """
 
-import os
 import time
 
-from .. import tail
+from .. import fs, tail
 
 _day_cache = {}
 # A line longer than this is judged first by the type its head names (jsonio.head_types):
@@ -100,7 +99,7 @@ def read_all(book, main, reader):
     paths = [path for path, entry in files.items() if path != main and not entry.get("foreign")]
     if main in files:
         paths.append(main)
-    stat = os.stat
+    stat = fs.stat
     for path in paths:
         entry = files[path]
         try:
@@ -126,18 +125,18 @@ def first_line(path, limit=1 << 20):
     Opened non-blocking and checked before reading: a FIFO among the session's files would
     otherwise block the guard until the host's timeout kills it.
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    fd = fs.open(path, fs.O_RDONLY | fs.O_NONBLOCK)
     try:
-        if not tail.regular(os.fstat(fd).st_mode):
+        if not tail.regular(fs.fstat(fd).st_mode):
             raise OSError(f"not a regular file: {path}")
         data = b""
         while len(data) < limit and b"\n" not in data:
-            block = os.read(fd, min(1 << 16, limit - len(data)))
+            block = fs.read(fd, min(1 << 16, limit - len(data)))
             if not block:
                 break
             data += block
     finally:
-        os.close(fd)
+        fs.close(fd)
     end = data.find(b"\n")
     return data if end < 0 else data[: end + 1]
 

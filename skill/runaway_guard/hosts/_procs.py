@@ -3,13 +3,13 @@
 Imported only when a stop is made: nothing here is on the path of an ordinary call.
 """
 
-import os
+from .. import fs
 
 
 def nearest(names, limit=16):
     """(pid, argv) of the nearest ancestor of this process whose program is one of names (the
     base name of argv[0]: a host's native binary, not the `node` shim around it), or None."""
-    pid = os.getppid()
+    pid = fs.getppid()
     for _ in range(limit):
         if pid <= 1:
             return None
@@ -17,7 +17,7 @@ def nearest(names, limit=16):
         if found is None:
             return None
         parent, argv = found
-        if argv and os.path.basename(argv[0]) in names:
+        if argv and fs.basename(argv[0]) in names:
             return pid, argv
         pid = parent
     return None
@@ -32,7 +32,7 @@ def process(pid):
             argv = handle.read().decode("utf-8", "replace").split("\0")
         return int(stat[stat.rindex(b")") + 2 :].split()[1]), [a for a in argv if a]
     except (OSError, ValueError, IndexError):
-        if os.path.isdir("/proc/self"):
+        if fs.isdir("/proc/self"):
             return None
     fields = output(["ps", "-ww", "-o", "ppid=", "-o", "args=", "-p", str(pid)]).split()
     if len(fields) < 2 or not fields[0].isdigit():
@@ -44,12 +44,12 @@ def holds(pid, path):
     """Whether the process has path open (Linux; False where that cannot be seen)."""
     folder = f"/proc/{pid}/fd"
     try:
-        names = os.listdir(folder)
+        names = fs.listdir(folder)
     except OSError:
         return False
     for name in names:
         try:
-            if os.readlink(os.path.join(folder, name)) == path:
+            if fs.readlink(fs.join(folder, name)) == path:
                 return True
         except OSError:
             continue
@@ -59,7 +59,7 @@ def holds(pid, path):
 def terminal(pid):
     """The terminal device a process reads from ('/dev/pts/3'), or ''."""
     try:
-        return os.readlink(f"/proc/{pid}/fd/0")
+        return fs.readlink(f"/proc/{pid}/fd/0")
     except OSError:
         name = output(["ps", "-o", "tty=", "-p", str(pid)]).strip()
         return f"/dev/{name}" if name and name not in ("?", "??") else ""

@@ -7,10 +7,9 @@ usage, the early ones with a placeholder output count: it is priced once, by mes
 largest output count seen.
 """
 
-import os
 import time
 
-from .. import jsonio, pricing
+from .. import fs, jsonio, pricing
 from ..calls import Call, fingerprint, tool_name
 from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import head_types
@@ -131,8 +130,8 @@ def sync(book, call):
     if not main or not call.session_id:
         return False
     files = book.state["files"]
-    folder = os.path.dirname(main)
-    subagents = os.path.join(folder, call.session_id, "subagents")
+    folder = fs.dirname(main)
+    subagents = fs.join(folder, call.session_id, "subagents")
     for path, agent in _subagent_files(book.state.setdefault("folders", {}), subagents):
         files.setdefault(path, {"agent": agent})
     if _old_layout(files.get(main)):
@@ -151,7 +150,7 @@ def _subagent_files(seen, folder, depth=0):
     again: its files are followed already; its subfolders are still looked into.
     """
     try:
-        stamp = os.stat(folder).st_mtime_ns
+        stamp = fs.stat(folder).st_mtime_ns
     except OSError:
         seen.pop(folder, None)
         return []
@@ -161,7 +160,7 @@ def _subagent_files(seen, folder, depth=0):
         subfolders = known[1]
     else:
         try:
-            entries = list(os.scandir(folder))
+            entries = list(fs.scandir(folder))
         except OSError:
             return []
         subfolders = []
@@ -195,14 +194,14 @@ def _old_layout(main_entry):
 
 def _sibling_files(folder, session_id, files):
     try:
-        names = [name for name in os.listdir(folder) if name.startswith("agent-")]
+        names = [name for name in fs.listdir(folder) if name.startswith("agent-")]
     except OSError:
         return []
     found = []
     for name in names:
         if not name.endswith(".jsonl"):
             continue
-        path = os.path.join(folder, name)
+        path = fs.join(folder, name)
         if path not in files and _first_session_id(path) != session_id:
             files[path] = {"foreign": True}
             continue

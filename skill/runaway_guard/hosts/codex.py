@@ -12,10 +12,9 @@ refusal here is a plain deny. No answer ends a turn: a stop is a deny, and then 
 ends the run from outside, the way the person would (research/codex-ending-a-turn.md).
 """
 
-import os
 import time
 
-from .. import jsonio, pricing
+from .. import fs, jsonio, pricing
 from ..calls import Call, fingerprint, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import head_types
@@ -65,10 +64,10 @@ def check_note(settings_path, handler, position, group, environ):
     import hashlib
     import json
 
-    codex_home = environ.get("CODEX_HOME") or os.path.join(
-        environ.get("HOME") or os.path.expanduser("~"), ".codex"
+    codex_home = environ.get("CODEX_HOME") or fs.join(
+        environ.get("HOME") or fs.expanduser("~"), ".codex"
     )
-    config = os.path.join(codex_home, "config.toml")
+    config = fs.join(codex_home, "config.toml")
     definition = {"event_name": "pre_tool_use"}
     if isinstance(group, dict) and group.get("matcher") is not None:
         definition["matcher"] = group["matcher"]
@@ -89,7 +88,7 @@ def check_note(settings_path, handler, position, group, environ):
     except OSError:
         text = ""
     group_index, handler_index = position
-    paths = (str(settings_path), os.path.realpath(settings_path))
+    paths = (str(settings_path), fs.realpath(settings_path))
     keys = {f"{path}:pre_tool_use:{group_index}:{handler_index}" for path in paths}
     if digest in text and any(key in text for key in keys):
         return "Codex trust: a trusted hash for this hook is recorded in config.toml."
@@ -197,7 +196,7 @@ def end_run(call, environ, note):
         return
     pid, argv = found
     rollout = call.transcript_path
-    if rollout and os.path.isdir(f"/proc/{pid}/fd") and not _procs.holds(pid, rollout):
+    if rollout and fs.isdir(f"/proc/{pid}/fd") and not _procs.holds(pid, rollout):
         note(f"deny only: codex (pid {pid}) does not hold this session's rollout open")
         return
     mode = _mode(argv)
@@ -205,7 +204,7 @@ def end_run(call, environ, note):
         import signal
 
         note(f"interrupting codex exec (pid {pid}) with SIGINT, as Ctrl-C")
-        os.kill(pid, signal.SIGINT)
+        fs.kill(pid, signal.SIGINT)
     elif mode == "tui":
         pane = environ.get("TMUX_PANE")
         if not (pane and environ.get("TMUX")) or _pane_tty(environ, pane) != _procs.terminal(pid):
@@ -264,8 +263,8 @@ def sync(book, call):
     known = main or path
     # Rollout names start with their creation time: once the main rollout is known only newer
     # names are opened; a subagent's call seen first looks at the whole folder for its root.
-    since = os.path.basename(known)[: len("rollout-YYYY-MM-DDThh-mm-ss")] if main else ""
-    for folder in _day_folders(os.path.dirname(known)):
+    since = fs.basename(known)[: len("rollout-YYYY-MM-DDThh-mm-ss")] if main else ""
+    for folder in _day_folders(fs.dirname(known)):
         _discover(book, folder, since, call.session_id)
     read_all(book, path, lambda entry: _Reader(book, entry, call.session_id))
     return True
@@ -275,12 +274,12 @@ def _day_folders(folder):
     """The main rollout's day folder, and today's (a subagent spawned after midnight writes its
     rollout into the new day's folder; local and UTC days both, as either may name it)."""
     folders = [folder]
-    day = folder.replace(os.sep, "/").split("/")[-3:]
+    day = folder.replace(fs.sep, "/").split("/")[-3:]
     if len(day) == 3 and all(part.isdigit() for part in day):
-        sessions = os.path.dirname(os.path.dirname(os.path.dirname(folder)))
+        sessions = fs.dirname(fs.dirname(fs.dirname(folder)))
         for today in {time.strftime("%Y/%m/%d"), time.strftime("%Y/%m/%d", time.gmtime())}:
-            candidate = os.path.join(sessions, *today.split("/"))
-            if candidate != folder and os.path.isdir(candidate):
+            candidate = fs.join(sessions, *today.split("/"))
+            if candidate != folder and fs.isdir(candidate):
                 folders.append(candidate)
     return folders
 
@@ -290,17 +289,17 @@ def _discover(ledger, folder, since, root_id):
     files = ledger.state["files"]
     seen = ledger.state.setdefault("folders", {})
     try:
-        stamp = os.stat(folder).st_mtime_ns
+        stamp = fs.stat(folder).st_mtime_ns
     except OSError:
         return
     if seen.get(folder) != stamp:
         undecided = False
         try:
-            names = os.listdir(folder)
+            names = fs.listdir(folder)
         except OSError:
             names = []
         for name in names:
-            item_path = os.path.join(folder, name)
+            item_path = fs.join(folder, name)
             if item_path in files or not name.startswith("rollout-") or name < since:
                 continue
             meta = _session_meta(item_path)

@@ -31,10 +31,9 @@ Seen on 1.0.102 (tests/fixtures/copilot/README.md):
   first did without counting the call again.
 """
 
-import os
 import time
 
-from .. import jsonio, pricing
+from .. import fs, jsonio, pricing
 from ..calls import TOOL, Call, fingerprint, tool_name
 from ..decisions import ASK, DENY, STOP, TELL
 from ..jsonio import head_types, leading_string
@@ -112,7 +111,7 @@ def call(payload, environ=None):
 
     environ defaults to the hook's own environment (COPILOT_HOME, COPILOT_HOOK_DIR,
     CLAUDE_PLUGIN_ROOT)."""
-    environ = os.environ if environ is None else environ
+    environ = fs.environ if environ is None else environ
     if "toolArgs" in payload and "toolName" in payload:
         if "toolResult" in payload or "error" in payload or "hookName" in payload:
             return None  # postToolUse, postToolUseFailure, permissionRequest: not installed
@@ -149,8 +148,8 @@ def call(payload, environ=None):
 def _events_path(session, environ):
     if not isinstance(session, str) or not session or "/" in session or session.startswith("."):
         return None
-    home = environ.get("COPILOT_HOME") or os.path.join(os.path.expanduser("~"), ".copilot")
-    return os.path.join(home, "session-state", session, "events.jsonl")
+    home = environ.get("COPILOT_HOME") or fs.join(fs.expanduser("~"), ".copilot")
+    return fs.join(home, "session-state", session, "events.jsonl")
 
 
 def render(decision):
@@ -187,7 +186,7 @@ def end_run(call, environ, note):
     import signal
 
     note(f"interrupting copilot -p (pid {found[0]}) with SIGINT, as Ctrl-C")
-    os.kill(found[0], signal.SIGINT)
+    fs.kill(found[0], signal.SIGINT)
 
 
 def _prompt_mode(argv):
@@ -202,7 +201,7 @@ def sync(book, call):
     """Read what events.jsonl gained, waiting until it shows the call this hook runs for; True
     when the call was found there (its id, agent and outcome then come from the file)."""
     path = call.transcript_path
-    if not path or not os.path.isdir(os.path.dirname(path)):
+    if not path or not fs.isdir(fs.dirname(path)):
         return False  # Copilot makes the session's folder when the session starts
     state = book.state
     files = state["files"]

@@ -18,9 +18,7 @@ Seen on 0.24.4 (tests/fixtures/qwen/README.md):
   the guard's own refusals and the person's interruptions apart.
 """
 
-import os
-
-from .. import jsonio, pricing
+from .. import fs, jsonio, pricing
 from ..calls import MODEL, RESULT, Call, fingerprint, tool_name
 from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP
 from . import hook_entry
@@ -116,9 +114,9 @@ def sync(book, call):
     if not (call.transcript_path and call.session_id):
         return False
     # <project dir>/chats/<session>.jsonl and <project dir>/subagents/<session>/agent-<id>.jsonl
-    project_dir = os.path.dirname(os.path.dirname(call.transcript_path))
+    project_dir = fs.dirname(fs.dirname(call.transcript_path))
     followed = book.state["files"]
-    for path, agent in _subagent_files(os.path.join(project_dir, "subagents", call.session_id)):
+    for path, agent in _subagent_files(fs.join(project_dir, "subagents", call.session_id)):
         followed.setdefault(path, {"agent": agent})
     followed.setdefault(call.transcript_path, {"agent": "main"})
     read_all(book, call.transcript_path, lambda entry: _Reader(book, entry).line)
@@ -127,11 +125,11 @@ def sync(book, call):
 
 def _subagent_files(folder):
     try:
-        names = os.listdir(folder)
+        names = fs.listdir(folder)
     except OSError:
         return []
     return [
-        (os.path.join(folder, name), name[6:-6])
+        (fs.join(folder, name), name[6:-6])
         for name in names
         if name.startswith("agent-") and name.endswith(".jsonl")
     ]
