@@ -32,7 +32,7 @@ ids within one session would confuse the two calls.
 import os
 import time
 
-from .. import jsonio, pricing
+from .. import jsonio
 from ..calls import MODEL, Call, fingerprint, text, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
 from ._files import number
@@ -236,7 +236,10 @@ def _day(times):
 
 def _table_price(provider, model_id, fresh, read, written, output):
     """(picodollars, known) of a step OpenCode did not price, by the table's Claude or OpenAI
-    rules (OpenCode's input excludes cache reads and writes, its output excludes reasoning)."""
+    rules (OpenCode's input excludes cache reads and writes, its output excludes reasoning).
+    The table is loaded only here: OpenCode prices almost every step itself."""
+    from .. import pricing
+
     if provider == "anthropic" or "claude" in model_id.lower():
         usage = {
             "input_tokens": fresh,
