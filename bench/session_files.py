@@ -1001,14 +1001,6 @@ _OPENCODE_SCHEMA = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
     *("tests", "fixtures", "opencode", "schema.sql"),
 )
-# The indexes OpenCode 1.18.33's migrations make on these tables (read from its binary; the
-# fixture's schema.sql has the tables only).
-_OPENCODE_INDEXES = """
-CREATE INDEX `message_session_time_created_id_idx` ON `message` (`session_id`,`time_created`,`id`);
-CREATE INDEX `part_message_id_id_idx` ON `part` (`message_id`,`id`);
-CREATE INDEX `part_session_idx` ON `part` (`session_id`);
-CREATE INDEX `session_parent_idx` ON `session` (`parent_id`);
-"""
 _OPENCODE_INSERT = {
     "message": "INSERT INTO message (id, session_id, time_created, time_updated, data)"
     " VALUES (?, ?, ?, ?, ?)",
@@ -1019,10 +1011,11 @@ _OPENCODE_INSERT = {
 
 @host("opencode")
 class OpenCode:
-    """OpenCode 1.18's SQLite database (its schema from tests/fixtures/opencode/schema.sql): a
-    root session and `subagents` child sessions; per model step an assistant message with its
-    cost and tokens, and its parts (step-start, the tool call with its output, step-finish).
-    The guard is run as the plugin runs it (bench/opencode_plugin_bench.py times the plugin)."""
+    """OpenCode 1.18's SQLite database (its tables and indexes from
+    tests/fixtures/opencode/schema.sql): a root session and `subagents` child sessions; per
+    model step an assistant message with its cost and tokens, and its parts (step-start, the
+    tool call with its output, step-finish). The guard is run as the plugin runs it
+    (bench/opencode_plugin_bench.py times the plugin)."""
 
     subagent_files = False
     version = 1  # made with OpenCode's indexes
@@ -1068,7 +1061,6 @@ class OpenCode:
         db = sqlite3.connect(path)
         with open(_OPENCODE_SCHEMA, encoding="utf-8") as handle:
             db.executescript(handle.read())
-        db.executescript(_OPENCODE_INDEXES)
         db.execute("PRAGMA journal_mode = WAL")
         sessions = [self.ROOT] + [f"ses_child{number:04d}" for number in range(subagents)]
         for session in sessions:

@@ -289,9 +289,11 @@ class Store:
         return [m for m in self.messages(session_ids) if m["data"].get("role") == "assistant"]
 
     def schema(self):
-        """SQL text that creates OpenCode's own ``session``, ``message`` and ``part`` tables."""
+        """SQL text that creates OpenCode's own ``session``, ``message`` and ``part`` tables,
+        then their indexes (the guard's reads depend on them)."""
         rows = self.query(
-            "SELECT sql FROM sqlite_master WHERE name IN ('session', 'message', 'part')"
+            "SELECT sql FROM sqlite_master WHERE tbl_name IN ('session', 'message', 'part')"
+            " AND sql IS NOT NULL ORDER BY type = 'index'"
         )
         return "".join(row["sql"].strip() + ";\n" for row in rows)
 

@@ -146,7 +146,8 @@ def test_a_model_opencode_cannot_price_is_priced_from_its_tokens(tmp_path, guard
     assert state["spend"]["model"] == {"mock/scripted-unpriced": state["spend"]["total"]}
 
 
-def step(message_id, provider, model, cost, fresh, out, read=0, write=0, reasoning=0):
+def step(message_id, provider, model, cost, fresh, out, read=0, write=0, reasoning=0, done=True):
+    """An assistant message: one model step, finished unless ``done`` is False."""
     tokens = {
         "input": fresh,
         "output": out,
@@ -156,6 +157,8 @@ def step(message_id, provider, model, cost, fresh, out, read=0, write=0, reasoni
     data = {"role": "assistant", "cost": cost, "tokens": tokens, "modelID": model}
     data["providerID"] = provider
     data["time"] = {"created": 1796153274877}
+    if done:
+        data["time"]["completed"] = 1796153275377
     return message_id, data
 
 
@@ -172,23 +175,30 @@ def make_db(path, root="ses_root", children=()):
     return path
 
 
-def put_message(db, session, message_id, data, updated):
-    put(db, "message", message_id, session, updated, data)
+def put_message(db, session, message_id, data, created, updated=None):
+    put(db, "message", message_id, session, created, updated, data)
 
 
-def put_part(db, session, part_id, data, updated):
-    put(db, "part", part_id, session, updated, data, message_id="msg")
+def put_part(db, session, part_id, data, created, updated=None):
+    """A tool call's part, in its step's assistant message (made when missing, still open)."""
+    step = {"role": "assistant", "time": {"created": created}}
+    put(db, "message", f"msg_{part_id}", session, created, None, step, replace=False)
+    put(db, "part", part_id, session, created, updated, data, message_id=f"msg_{part_id}")
 
 
-def put(db, table, row_id, session, updated, data, **extra):
-    """Insert or replace one row as OpenCode writes it (``data`` JSON, ``time_updated``)."""
-    row = {"id": row_id, "session_id": session, "time_created": 1, "time_updated": updated}
-    row.update(extra, data=json.dumps(data))
+def put(db, table, row_id, session, created, updated, data, replace=True, **extra):
+    """Insert (or rewrite) one row as OpenCode writes it: ``data`` JSON, ``time_created`` kept
+    from the first write, ``time_updated`` at each."""
+    row = {"id": row_id, "session_id": session, "time_created": created}
+    row.update(extra, time_updated=updated or created, data=json.dumps(data))
     columns = ", ".join(row)
     marks = ", ".join("?" * len(row))
+    change = "time_updated = excluded.time_updated, data = excluded.data" if replace else ""
+    conflict = f"DO UPDATE SET {change}" if change else "DO NOTHING"
     with sqlite3.connect(db) as conn:
         conn.execute(
-            f"INSERT OR REPLACE INTO {table} ({columns}) VALUES ({marks})", list(row.values())
+            f"INSERT INTO {table} ({columns}) VALUES ({marks}) ON CONFLICT (id) {conflict}",
+            list(row.values()),
         )
 
 
@@ -243,10 +253,10 @@ def test_read_in_pieces_as_opencode_writes_a_step_then_prices_it(tmp_path, guard
     """A step is stored at its start with cost 0 and no tokens, then rewritten when it ends;
     a subagent's child session appears later; a write stamped earlier may commit later."""
     db = make_db(tmp_path / "p.db", children=[("ses_child", "ses_root")])
-    put_message(db, "ses_root", *step("m1", "mock", "x", 0, 0, 0), 1000)
+    put_message(db, "ses_root", *step("m1", "mock", "x", 0, 0, 0, done=False), 1000)
     guard_env.run(model_call(db))
     assert state_of(guard_env, "ses_root")["spend"]["total"] == 0
-    put_message(db, "ses_root", *step("m1", "mock", "x", 0.00321, 800, 40), 2000)
+    put_message(db, "ses_root", *step("m1", "mock", "x", 0.00321, 800, 40), 1000, 2000)
     put_message(db, "ses_child", *step("c1", "mock", "x", 0.001, 10, 1), 9000)
     guard_env.run(model_call(db, "ses_child"))
     put_message(db, "ses_root", *step("m2", "mock", "x", 0.002, 10, 1), 8000)  # late commit
@@ -254,6 +264,81 @@ def test_read_in_pieces_as_opencode_writes_a_step_then_prices_it(tmp_path, guard
     guard_env.run(model_call(db))
     spend = state_of(guard_env, "ses_root")["spend"]
     assert spend["agent"] == {"main": round(0.00521 * PICO), "ses_child": round(0.001 * PICO)}
+
+
+def test_a_step_finished_after_newer_messages_moved_the_cursor_on_is_counted(tmp_path, guard_env):
+    """A long step (a subagent's task, a slow tool) is priced minutes after it started, when
+    newer messages are long past it: it is followed by id until OpenCode marks it completed."""
+    db = make_db(tmp_path / "s.db", children=[("ses_child", "ses_root")])
+    put_message(db, "ses_root", *step("m1", "mock", "x", 0, 0, 0, done=False), 1000)
+    guard_env.run(model_call(db))
+    for n in range(3):  # the child works on: each call moves the cursor further on
+        put_message(db, "ses_child", *step(f"c{n}", "mock", "x", 0.001, 10, 1), 100_000 * (n + 1))
+        guard_env.run(model_call(db, "ses_child"))
+    assert state_of(guard_env, "ses_root")["files"][str(db)]["open"] == ["m1"]
+    put_message(db, "ses_root", *step("m1", "mock", "x", 0.00321, 800, 40), 1000, 400_000)
+    guard_env.run(model_call(db))
+    state = state_of(guard_env, "ses_root")
+    assert state["spend"]["agent"] == {"main": round(0.00321 * PICO), "ses_child": 3 * 10**9}
+    assert state["files"][str(db)]["open"] == []
+
+
+def test_a_call_still_running_when_the_cursor_moved_on_gets_its_outcome(tmp_path, guard_env):
+    db = make_db(tmp_path / "t.db")
+    base = dict(model_call(db), hook_event_name="tool.execute.before", tool_name="bash")
+    guard_env.run(dict(base, call_id="c1", tool_input={"command": "make"}))
+    running = {"type": "tool", "callID": "c1", "state": {"status": "running"}}
+    put_part(db, "ses_root", "p1", running, 1000)
+    # its step stamped completed (as if written first): the call still running keeps it open
+    put_message(db, "ses_root", "msg_p1", {"role": "assistant", "time": {"completed": 2}}, 1000)
+    put_message(db, "ses_root", *step("m2", "mock", "x", 0.001, 10, 1), 900_000)
+    guard_env.run(model_call(db))
+    assert state_of(guard_env, "ses_root")["files"][str(db)]["open"] == ["msg_p1"]
+    failed = {"status": "completed", "output": "", "metadata": {"exit": 2}}
+    put_part(db, "ses_root", "p1", dict(running, state=failed), 1000, 950_000)
+    guard_env.run(model_call(db))
+    state = state_of(guard_env, "ses_root")
+    assert (state["agents"]["main"]["fails"], state["agents"]["main"]["pending"]) == (1, [])
+    assert state["files"][str(db)]["open"] == []
+
+
+def test_a_state_an_earlier_guard_followed_is_read_again_and_counted_once(tmp_path, guard_env):
+    db = make_db(tmp_path / "u.db")
+    for n in range(40):  # more than the ledger's recent responses
+        put_message(db, "ses_root", *step(f"m{n:02d}", "mock", "x", 0.001, 10, 1), 1000 * n)
+    guard_env.run(model_call(db))
+    _, base = ledger.session_paths(str(guard_env.state_dir), "opencode", "ses_root")
+    state = state_of(guard_env, "ses_root")
+    state["files"][str(db)] = {"agent": "main", "since": 39_000}  # as the earlier guard left it
+    with open(base + ".json", "w") as handle:
+        json.dump(state, handle)
+    put_message(db, "ses_root", *step("m40", "mock", "x", 0.001, 10, 1), 40_000)
+    guard_env.run(model_call(db))
+    state = state_of(guard_env, "ses_root")
+    assert state["spend"]["total"] == 41 * 10**9
+    assert state["files"][str(db)] == {"agent": "main", "created": 40_000, "open": []}
+
+
+@pytest.mark.parametrize("open_count", [0, 3])
+def test_every_read_searches_opencodes_indexes(tmp_path, open_count):
+    """No table is walked: the cost of a read is what is new, not the session's size."""
+    with sqlite3.connect(tmp_path / "plan.db") as conn:
+        conn.executescript(SCHEMA.read_text())
+        params = ("ses_root", 1000, *[f"msg_{n}" for n in range(open_count)])
+        plans = [
+            [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params)]
+            for sql in opencode.queries(open_count)
+        ]
+    for plan in plans:
+        scans = [step for step in plan if step.startswith("SCAN")]
+        assert set(scans) <= {"SCAN tree", "SCAN CONSTANT ROW"}, plan
+        searches = [step for step in plan if step.startswith("SEARCH")]
+        assert "SEARCH session USING INDEX session_parent_idx (parent_id=?)" in searches
+        by_time = "message_session_time_created_id_idx (session_id=? AND time_created>?)"
+        assert any(step.endswith(by_time) for step in searches), plan
+        by_id = "sqlite_autoindex_message_1 (id=?)"
+        assert any(step.endswith(by_id) for step in searches) == bool(open_count), plan
+    assert "SEARCH part USING INDEX part_message_id_id_idx (message_id=?)" in plans[1]
 
 
 # ---------------------------------------------------------------------------------------------
