@@ -169,16 +169,18 @@ else:
         return _mode(path) is not None
 
     def makedirs(path, mode=0o777):
-        """os.makedirs(path, mode, exist_ok=True), one mkdir when only the last folder is new."""
+        """os.makedirs(path, mode, exist_ok=True): mode for the last folder only, as there."""
         try:
             mkdir(path, mode)
         except FileExistsError:
             if not isdir(path):
                 raise
         except FileNotFoundError:
-            import os
-
-            os.makedirs(path, mode, exist_ok=True)
+            parent = dirname(path)
+            if not parent or parent == path:
+                raise
+            makedirs(parent)
+            makedirs(path, mode)
 
 
 def getsize(path):

@@ -17,7 +17,12 @@ from runaway_guard.decisions import ASK, DENY, STOP, STRENGTH, TELL, fit
 
 FIXTURES = ROOT / "tests" / "fixtures"
 KINDS = (TELL, DENY, ASK, STOP)
-FORBIDDEN_ON_HOOK_PATH = ("json", "re", "typing", "dataclasses", "pathlib", "importlib")
+# Each costs a call 0.3-1.3 ms (bench/README.md): os (runaway_guard.fs instead), zlib, fcntl.
+FORBIDDEN_ON_HOOK_PATH = (
+    *("json", "re", "typing", "dataclasses", "pathlib", "importlib"),
+    *("os", "_collections_abc", "zlib", "fcntl"),
+)
+NEEDED_BY = {"opencode": {"_collections_abc"}}  # _sqlite3 imports collections
 
 
 def recorded_payloads(name):
@@ -81,12 +86,22 @@ def test_one_call_imports_only_its_own_host_module(name, tmp_path):
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
         "from runaway_guard import hook;"
-        "hook.run(sys.stdin.buffer.read(), {'RUNAWAY_GUARD_STATE_DIR': sys.argv[2]});"
+        "environ = {'RUNAWAY_GUARD_STATE_DIR': sys.argv[2], 'HOME': sys.argv[3]};"
+        "hook.run(sys.stdin.buffer.read(), environ);"
         "print(' '.join(sorted(m for m in sys.modules if m.startswith('runaway_guard.hosts.'))));"
         f"print(' '.join(sorted(set({FORBIDDEN_ON_HOOK_PATH!r}) & set(sys.modules))))"
     )
     out = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", code, str(SKILL), str(tmp_path / "state")],
+        [
+            sys.executable,
+            "-I",
+            "-S",
+            "-c",
+            code,
+            str(SKILL),
+            str(tmp_path / "state"),
+            str(tmp_path),
+        ],
         input=json.dumps(payload).encode(),
         capture_output=True,
         check=True,
@@ -96,7 +111,7 @@ def test_one_call_imports_only_its_own_host_module(name, tmp_path):
         # a host module may import the shared file helpers, never another host
         set(host_modules.split()) == {f"runaway_guard.hosts.{name}", "runaway_guard.hosts._files"}
     )
-    assert forbidden == ""
+    assert set(forbidden.split()) <= NEEDED_BY.get(name, set())
 
 
 @pytest.mark.parametrize("name", [n for n in hosts.NAMES if hosts.load(n).INSTALL])

@@ -55,6 +55,13 @@ def test_is_dir_file_exists_and_makedirs(tmp_path):
     assert fs.isfile(str(target / "f")) and not fs.isdir(str(target / "f"))
     assert not fs.exists(str(target / "missing")) and fs.getsize(str(target / "f")) == 1
     assert oct(os.stat(target).st_mode & 0o777) == "0o700"
+    assert os.stat(target.parent).st_mode & 0o777 == 0o777 & ~current_umask()
+
+
+def current_umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def test_without_os_the_environment_is_decoded_alike():

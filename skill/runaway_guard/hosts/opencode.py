@@ -29,10 +29,9 @@ Tool calls are matched to their rows by the model's call id (`callID`); a provid
 ids within one session would confuse the two calls.
 """
 
-import os
 import time
 
-from .. import jsonio
+from .. import fs, jsonio
 from ..calls import MODEL, Call, fingerprint, text, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
 from ._files import number
@@ -128,7 +127,7 @@ def render(decision):
 def sync(book, call):
     """Bring the book up to date with the session tree's rows; False without a database."""
     path = call.transcript_path
-    if not path or not call.session_id or not os.path.isfile(path):
+    if not path or not call.session_id or not fs.isfile(path):
         return False
     try:
         # sqlite3.connect itself, without the package's date adapters: 1.7 ms less per call
