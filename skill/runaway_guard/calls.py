@@ -15,21 +15,13 @@ def text(value):
     return value if isinstance(value, str) and value else None
 
 
-# The largest prime below 2**64. Two texts that differ in one byte never share a hash.
-_PRIME = (1 << 64) - 59
-
-
 def fingerprint(value):
-    """A short stable hash of any JSON value: the guard keeps hashes, never transcript text.
-
-    The text's bytes as one number, modulo a 64-bit prime (the trailing 1 keeps trailing zero
-    bytes apart): no zlib or hashlib, whose import costs a call 0.3–0.5 ms where they are
-    shared libraries (pyenv's builds)."""
+    """A short stable hash of any JSON value: the guard keeps hashes, never transcript text."""
     if not isinstance(value, (bytes, str)):
         value = jsonio.dumps(value, sort_keys=True)
     if isinstance(value, str):
         value = value.encode("utf-8", "replace")
-    return format(int.from_bytes(value + b"\x01", "little") % _PRIME, "016x")
+    return jsonio.digest(value)
 
 
 class Call:

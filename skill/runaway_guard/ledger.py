@@ -1,7 +1,8 @@
 """The session's ledger and state: what was spent, per response, and how each agent's calls went.
 
 Two files per session in the state dir, both private to the user:
-- `<id>.json`, small and rewritten atomically under a lock on every call: read cursors, spend
+- `<id>.json`, small and rewritten in place under a lock on every call, sealed so that a
+  reader without the lock can tell a torn read (write_in_place): read cursors, spend
   totals, the last responses (whose usage can still grow), and the wires' counters;
 - `<id>.ledger`, append-only, one line per priced response (and per later correction): the
   source of truth for spend. It is read only when a transcript was rewritten or the state was
@@ -23,6 +24,7 @@ ACTIVE = 3600.0
 PRUNE_AFTER = 30 * 86400.0  # a session's state unseen this long is deleted (its ledger too)
 PRUNE_EVERY = 86400.0  # looked for at most once a day: one stat per call otherwise
 LOCK_WAIT = 10.0
+TORN_TRIES, TORN_WAIT = 5, 0.002  # a sealed file being rewritten is read again this often
 BURN_STEP, BURN_KEEP = 60.0, 64  # one spend sample a minute at most, the last hour or so
 
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
@@ -68,14 +70,38 @@ def write_all(fd, data):
         view = view[fs.write(fd, view) :]
 
 
-def read_json(path):
-    """The JSON object in path, or None when it is missing or unusable."""
+def write_in_place(path, obj):
+    """Overwrite path with obj, sealed (jsonio.dumps_sealed), under the caller's lock.
+
+    Rewriting the file costs a call 0.05 ms where replacing it by a rename costs 0.3-0.6 ms on
+    ext4 (bench/README.md). A reader without the lock may read it mid-write: the seal does not
+    match then, and read_json reads again. A call killed mid-write leaves a torn file: the
+    state is rebuilt from the ledger, as after any damage."""
+    data = jsonio.dumps_sealed(obj)
+    fd = fs.open(path, fs.O_WRONLY | fs.O_CREAT, 0o600)
     try:
-        with open(path, "rb") as handle:
-            data = jsonio.loads(handle.read())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+        done = 0
+        while done < len(data):  # a short write happens as a disk fills up
+            done += fs.pwrite(fd, data[done:], done)
+        fs.ftruncate(fd, len(data))
+    finally:
+        fs.close(fd)
+
+
+def read_json(path):
+    """The JSON object in path, or None when it is missing or unusable. A file read while a
+    call rewrote it (torn, or cut short) is read again, up to TORN_TRIES times."""
+    for _ in range(TORN_TRIES):
+        try:
+            with open(path, "rb") as handle:
+                data = jsonio.loads_sealed(handle.read())
+        except OSError:
+            return None
+        except ValueError:
+            time.sleep(TORN_WAIT)
+            continue
+        return data if isinstance(data, dict) else None
+    return None
 
 
 def try_lock(fd):
@@ -274,7 +300,7 @@ class Ledger:
         # a trim keeps at most RECENT + one per active agent: trim once RECENT more built up
         if len(state["recent"]) > 2 * RECENT + len(self._active) or self._stale:
             self._trim_recent()
-        write_atomic(self.state_path, jsonio.dumps(state).encode())
+        write_in_place(self.state_path, state)
 
     # -- spend
 
@@ -627,5 +653,5 @@ def daily_spend(state_dir, day, session_key=None, session_pusd=None):
             shares = read_json(path) or {}
             if shares.get(session_key) != session_pusd:
                 shares[session_key] = session_pusd
-                write_atomic(path, jsonio.dumps(shares).encode())
+                write_in_place(path, shares)
     return sum(value for value in shares.values() if isinstance(value, int))
