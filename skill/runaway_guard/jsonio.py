@@ -14,7 +14,8 @@ except ImportError:  # pragma: no cover - CPython always has it
 
 _WHITESPACE = " \t\n\r"
 HEAD = 1024  # how far head_types looks into a line
-_PRIME = (1 << 64) - 59  # the largest prime below 2**64
+# Two primes below 2**30: CPython divides by one machine digit fastest (30 KB in 35 us).
+_PRIMES = ((1 << 30) - 35, (1 << 30) - 41)
 _SEAL = b',"sum":"'  # a sealed object's last member: "sum", then 16 hex digits
 _SEALED_TAIL = len(_SEAL) + 16 + 2
 
@@ -142,10 +143,11 @@ def _leading(data, start, stop, key):
 
 
 def digest(data):
-    """16 hex digits for bytes: them as one number modulo a 64-bit prime (two texts one byte
-    apart never share one; the trailing 1 keeps trailing zero bytes apart). No zlib or
+    """16 hex digits for bytes: them as one number modulo two 30-bit primes (two texts one
+    byte apart never share one; the trailing 1 keeps trailing zero bytes apart). No zlib or
     hashlib: their import costs a call 0.3-0.5 ms where they are shared libraries."""
-    return format(int.from_bytes(bytes(data) + b"\x01", "little") % _PRIME, "016x")
+    number = int.from_bytes(bytes(data) + b"\x01", "little")
+    return "".join(format(number % prime, "08x") for prime in _PRIMES)
 
 
 def dumps_sealed(obj):
