@@ -27,7 +27,8 @@ import os
 from .. import jsonio, ledger, pricing
 from ..calls import MODEL, PROMPT, RESULT, Call, fingerprint, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
-from ._files import local_day, number, read_all
+from ..jsonio import head_types
+from ._files import LONG, each_line, local_day, number, read_all
 
 NAME = "gemini"
 LABEL = "Gemini CLI"
@@ -96,6 +97,8 @@ _SECTIONS = ("Output: ", "Error: ", "Exit Code: ", "Signal: ", "Background PIDs:
 _VOLATILE = ("Process Group PGID: ", "Background PIDs: ")
 _GUARD = ("Tool execution blocked: ", "Agent execution stopped by hook: ", "")
 _CANCELLED = "Command was cancelled by user"
+# Lines that change the message list or metadata, never a response or a call's outcome.
+_CHANGES = (b'{"$set":', b'{"$rewindTo":')
 
 
 def call(payload):
@@ -168,7 +171,8 @@ def sync(book, call):
     for name in _listing(book, folder):
         if name.endswith(".jsonl"):
             _follow(book, files, os.path.join(folder, name), name[: -len(".jsonl")])
-    read_all(book, path, lambda entry: _Reader(book, entry).line)
+    read_all(book, path, lambda entry: _Reader(book, entry))
+    _settle(book)
     return True
 
 
@@ -182,20 +186,20 @@ def _follow(book, files, path, agent):
 
 
 def _listing(book, folder):
-    """The subagent folder's names, listed again only when the folder changed."""
+    """The subagent folder's names, or none when it has not changed since it was last listed:
+    its files are followed already (a file added or removed changes the folder)."""
     seen = book.state.setdefault("folders", {})
     try:
         stamp = os.stat(folder).st_mtime_ns
     except OSError:
         return []
-    known = seen.get(folder)
-    if known and known[0] == stamp:
-        return known[1]
+    if seen.get(folder) == stamp:
+        return []
     try:
         names = sorted(os.listdir(folder))
     except OSError:
         return []
-    seen[folder] = [stamp, names]
+    seen[folder] = stamp
     return names
 
 
@@ -224,20 +228,26 @@ def _read_whole(book, path):
         for message in messages:
             if isinstance(message, dict):
                 reader.message(message)
+        _settle(book)
 
 
 def _text_status(name, text):
     """'ok', 'fail' or 'reset' (the person cancelled) of a tool's result text."""
     if name != _SHELL:
         return "ok"
-    body = text.replace("<untrusted_context>", "").replace("</untrusted_context>", "")
-    if body.lstrip().startswith(_CANCELLED):
+    body = text.replace("<untrusted_context>", "").replace("</untrusted_context>", "").strip()
+    if body.startswith(_CANCELLED):
         return "reset"
-    if body.lstrip().startswith("Command was automatically cancelled"):
+    if body.startswith("Command was automatically cancelled"):
         return "fail"
     # The shell tool's sections after the output, last line first: Error, Exit Code (only when
-    # not 0), Signal, Background PIDs, Process Group PGID.
-    for line in reversed(body.strip().split("\n")):
+    # not 0), Signal, Background PIDs, Process Group PGID. Only those lines are looked at: an
+    # output can be hundreds of KB.
+    end = len(body)
+    while end >= 0:
+        start = body.rfind("\n", 0, end) + 1
+        line = body[start:end]
+        end = start - 1
         if line.startswith(_VOLATILE):
             continue
         if line.startswith(("Exit Code: ", "Signal: ", "Error: ")):
@@ -278,12 +288,68 @@ def _result_text(result):
     return "", False
 
 
+def _keep(entry):
+    """Keep the ids of the calls booked that may still come again, no others, so the state does
+    not grow with the session: those of the message being written ("own": the CLI writes only its
+    last message again, its calls possibly stamped anew) and those stamped with the last one
+    booked ("tied": a file read again whole brings them back with that stamp); a call stamped
+    earlier is skipped anyway. Both are the last ids booked (stamps never go back)."""
+    keep = min(max(entry.get("own", 0), entry.get("tied", 0)), 64)
+    entry["calls"] = entry.get("calls", [])[-keep:] if keep else []
+
+
+def _settle(book):
+    """Work out the hash and outcome of the calls the wires still keep (see _Later)."""
+    record = book.state["agents"].get("main")
+    for item in record["hist"] if record else ():
+        if isinstance(item[0], _Later):
+            item[:] = item[0].pair()
+
+
+class _Later:
+    """A finished call as the wires keep it, [call hash, outcome hash], worked out only once the
+    read ends and only if it is still among the last calls they keep: a long session's outcomes
+    are mostly pushed out by later ones, and hashing each result cost more than reading it."""
+
+    __slots__ = ("args", "name", "text")
+
+    def __init__(self, name, args, text):
+        self.name, self.args, self.text = name, args, text
+
+    def pair(self):
+        call_hash = fingerprint([tool_name(self.name, TOOLS), self.args])
+        return [call_hash, fingerprint(_stable(self.text))]
+
+
 class _Reader:
     """Turns one session file's new lines into ledger entries."""
 
     def __init__(self, book, entry):
         self.ledger = book
         self.entry = entry
+        # (id, model, tokens, timestamp) of the response last priced: a message appended again
+        # whole (its tool calls added) is not priced again.
+        self.priced = None
+
+    def __call__(self, raw):
+        self.line(raw)
+
+    def lines(self, data, start, stop):
+        """Each whole line of data[start:stop], as line() would take it, but a line whose head
+        shows it cannot count is passed over unread."""
+        each_line(data, start, stop, self.line, self._passed_over)
+
+    def _passed_over(self, data, start, end):
+        """$set and $rewindTo lines, and long lines of another type than "gemini" (user
+        messages carry every tool result again), once the header is read."""
+        if "start" not in self.entry:
+            return False
+        if data.startswith(_CHANGES, start):
+            return True
+        if end - start <= LONG:
+            return False
+        kind = head_types(data, start, end)[0]
+        return kind is not None and kind != "gemini"
 
     def line(self, raw):
         if b'"gemini"' not in raw and not (b'"startTime"' in raw and "start" not in self.entry):
@@ -309,20 +375,33 @@ class _Reader:
         key = record.get("id")
         if isinstance(tokens, dict) and isinstance(key, str) and key:
             model = self.entry.get("model") or "gemini"
-            pusd, known = pricing.gemini_cost(model, tokens)
-            out = number(tokens.get("output")) + number(tokens.get("thoughts"))
-            day = local_day(record.get("timestamp"))
-            self.ledger.usage(key, self.entry["agent"], model, pusd, known, out, day)
+            priced = (key, model, tokens, record.get("timestamp"))
+            if priced != self.priced:
+                self.priced = priced
+                pusd, known = pricing.gemini_cost(model, tokens)
+                out = number(tokens.get("output")) + number(tokens.get("thoughts"))
+                day = local_day(record.get("timestamp"))
+                self.ledger.usage(key, self.entry["agent"], model, pusd, known, out, day)
         calls = record.get("toolCalls")
         if isinstance(calls, list):
+            self._scope(key)
             for tool_call in calls:
                 if isinstance(tool_call, dict):
                     self._outcome(tool_call)
 
+    def _scope(self, key):
+        """A message with calls; a new one ends the last one's ("own": the calls booked from it)."""
+        entry = self.entry
+        if entry.setdefault("msg", key) != key:
+            entry["msg"] = key
+            entry["own"] = 0
+            _keep(entry)
+
     def _outcome(self, tool_call):
         """A finished call, once: its hash and outcome go to the wires of the agent the hooks
-        see. Calls written before this file's run began (copied from a resumed session) and
-        calls already booked are skipped."""
+        see. Calls written before this file's run began (copied from a resumed session), calls
+        stamped before the last one booked and calls already booked are skipped."""
+        entry = self.entry
         call_id = tool_call.get("id")
         stamp = tool_call.get("timestamp")
         status = tool_call.get("status")
@@ -330,14 +409,17 @@ class _Reader:
             return
         if status not in ("success", "error", "cancelled"):
             return  # still running: its outcome comes with a later line
-        if stamp < self.entry.get("start", "") or stamp < self.entry.get("last", ""):
+        last = entry.get("last", "")
+        if stamp < entry.get("start", "") or stamp < last:
             return
-        booked = self.entry.setdefault("calls", [])
+        booked = entry.setdefault("calls", [])
         if call_id in booked:
             return
+        entry["own"] = entry.get("own", len(booked)) + 1
+        entry["tied"] = entry.get("tied", 0) + 1 if stamp == last else 1
+        entry["last"] = stamp
         booked.append(call_id)
-        del booked[:-64]
-        self.entry["last"] = stamp
+        _keep(entry)
         name = tool_call.get("name")
         text, is_error = _result_text(tool_call.get("result"))
         display = tool_call.get("resultDisplay")
@@ -350,10 +432,9 @@ class _Reader:
             outcome = "fail"
         else:
             outcome = _text_status(name, text)
-        record = self.ledger.agent("main")
         if outcome == "reset":
-            ledger.reset_agent(record)
+            ledger.reset_agent(self.ledger.agent("main"))
             return
-        call_hash = fingerprint([tool_name(name, TOOLS), tool_call.get("args")])
-        self.ledger.complete_unseen("main", call_hash)
-        self.ledger.outcome("main", None, outcome == "fail", fingerprint(_stable(text)))
+        later = _Later(name, tool_call.get("args"), text)
+        self.ledger.complete_unseen("main", later)
+        self.ledger.outcome("main", None, outcome == "fail", later)
