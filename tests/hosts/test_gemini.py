@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 from guard_env import ROOT, GuardEnv, jsonl
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from runaway_guard import hosts, ledger, pricing, wires
 from runaway_guard.calls import MODEL, PROMPT, RESULT, TOOL, Call, fingerprint
 from runaway_guard.decisions import ASK, DENY, STOP, TELL
+from runaway_guard.hosts import gemini
 
 FIXTURES = ROOT / "tests" / "fixtures" / "gemini"
 GEMINI = hosts.load("gemini")
@@ -352,6 +353,77 @@ def test_outcomes_of_a_long_read_are_the_ones_read_one_by_one(tmp_path):
         fingerprint("Output: step 2\nExit Code: 1"),
     ]
     assert wires.loop_repeats(whole["hist"], fingerprint(["Bash", {"command": "make 0"}])) == 8
+
+
+def undecoded(value):
+    """A record of gemini._decoded with each long string decoded (see gemini._Long)."""
+    if isinstance(value, gemini._Long):
+        return value.whole()
+    if isinstance(value, dict):
+        return {key: undecoded(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [undecoded(item) for item in value]
+    return value
+
+
+texts = st.text(
+    st.sampled_from(["a", " ", "\n", '"', "\\", "é", "😀", "\x00", "\t", "<"]), max_size=40
+)
+sections = st.sampled_from(
+    ["Output: x", "Exit Code: 1", "Error: e", "Signal: 9", "Process Group PGID: 7", "", "  "]
+)
+
+
+_CANCELLED_TEXT = "Command was cancelled by user"
+starts = st.sampled_from([_CANCELLED_TEXT, "Command was automatically cancelled"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    head=starts | texts,
+    noise=texts,
+    tail=st.lists(sections, max_size=4),
+    size=st.integers(0, 3000),
+    key=st.sampled_from(["output", "error", "description", "content", "command"]),
+    tagged=st.booleans(),
+    dense=st.booleans(),
+    in_args=st.booleans(),
+)
+@example("", "noise", ["Exit Code: 1", "Process Group PGID: 7"], 3000, "output", True, False, False)
+@example(_CANCELLED_TEXT, "", [], 3000, "error", False, False, False)
+@example("", "", ["Exit Code: 1"] + ["Process Group PGID: 7"] * 30, 3000, "output", 0, 0, 0)
+def test_a_long_line_decodes_as_json_and_its_results_outcome_from_their_ends(
+    head, noise, tail, size, key, tagged, dense, in_args
+):
+    """_decoded cuts long strings out before decoding: the record is json.loads' own, and the
+    outcome read at a result's two ends is the one read from the whole, when it can tell."""
+    filler = (('x\n"é' if dense else "a line of output\n") * size)[:size]
+    text = "\n".join([head, filler, noise, *tail])
+    if tagged:
+        text = f"<untrusted_context>\n{text}\n</untrusted_context>"
+    call = turn(1)[2]["toolCalls"][0]
+    call["args"] = {"command": "x", key: text} if in_args else {"command": "x"}
+    call["result"][0]["functionResponse"]["response"] = {key: text, "output": text}
+    call["resultDisplay"] = call["description"] = text
+    for ascii_only in (True, False):
+        record = dict(turn(1)[2], content=text, toolCalls=[call])
+        line = json.dumps(record, ensure_ascii=ascii_only, separators=(",", ":"))
+        record = gemini._decoded(line.encode())
+        assert undecoded(record) == json.loads(line)
+        got = record["toolCalls"][0]["result"][0]["functionResponse"]["response"]["output"]
+        # a long arg, a long string elsewhere than where the reader looks, or a \u0000 left
+        # in what is decoded (the message's content here): the line is decoded whole
+        long = len(json.dumps(text, ensure_ascii=ascii_only)) > gemini._LONG_TEXT
+        cut = long and key in ("output", "error", "command") and not (in_args and key != "command")
+        cut = cut and "\x00" not in text
+        assert isinstance(got, gemini._Long) == cut
+        if cut:
+            ends = got.ends()
+            whole = gemini._text_status("run_shell_command", text)
+            status = None if ends is None else gemini._text_status("run_shell_command", *ends)
+            assert status in (None, whole)
+            if not dense and size > 2000 and len(tail) < 5:
+                assert status is not None  # the ends of a plain output tell its outcome
 
 
 # -- payloads and answers ----------------------------------------------------------------------

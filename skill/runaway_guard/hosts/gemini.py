@@ -97,6 +97,11 @@ _SECTIONS = ("Output: ", "Error: ", "Exit Code: ", "Signal: ", "Background PIDs:
 _VOLATILE = ("Process Group PGID: ", "Background PIDs: ")
 _GUARD = ("Tool execution blocked: ", "Agent execution stopped by hook: ", "")
 _CANCELLED = "Command was cancelled by user"
+# Most of a session's bytes are tool results, written twice a call (text and display) with the
+# tool's description: a string of these keys longer than _LONG_TEXT in a tool call is not
+# decoded but at its ends, _END characters each (_decoded, _Long).
+_LONG_TEXT, _END = 1024, 384
+_CUT = ('"output":"', '"error":"', '"resultDisplay":"', '"description":"', '"content":"')
 # Lines that change the message list or metadata, never a response or a call's outcome.
 _CHANGES = (b'{"$set":', b'{"$rewindTo":')
 
@@ -231,14 +236,23 @@ def _read_whole(book, path):
         _settle(book)
 
 
-def _text_status(name, text):
-    """'ok', 'fail' or 'reset' (the person cancelled) of a tool's result text."""
+def _text_status(name, text, tail=None):
+    """'ok', 'fail' or 'reset' (the person cancelled) of a tool's result text. With tail, text is
+    only the result's first characters and tail its last (see _Long): None when those do not
+    tell."""
     if name != _SHELL:
         return "ok"
-    body = text.replace("<untrusted_context>", "").replace("</untrusted_context>", "").strip()
-    if body.startswith(_CANCELLED):
+    if tail is None:
+        lead = body = _untagged(text).strip()
+    else:
+        # a tag cut at either end changes at most the cut line: a tail's first line is never
+        # looked at, and a start shorter than this may be such a line
+        lead, body = _untagged(text).lstrip(), _untagged(tail).rstrip()
+        if len(lead) < 100:
+            return None
+    if lead.startswith(_CANCELLED):
         return "reset"
-    if body.startswith("Command was automatically cancelled"):
+    if lead.startswith("Command was automatically cancelled"):
         return "fail"
     # The shell tool's sections after the output, last line first: Error, Exit Code (only when
     # not 0), Signal, Background PIDs, Process Group PGID. Only those lines are looked at: an
@@ -246,6 +260,8 @@ def _text_status(name, text):
     end = len(body)
     while end >= 0:
         start = body.rfind("\n", 0, end) + 1
+        if start == 0 and tail is not None:
+            return None
         line = body[start:end]
         end = start - 1
         if line.startswith(_VOLATILE):
@@ -259,6 +275,10 @@ def _text_status(name, text):
     return "ok"
 
 
+def _untagged(text):
+    return text.replace("<untrusted_context>", "").replace("</untrusted_context>", "")
+
+
 def _stable(text):
     """A result without what changes on every run (the process group id)."""
     return "\n".join(line for line in text.split("\n") if not line.startswith(_VOLATILE))
@@ -269,6 +289,9 @@ def _own_refusal(text, display):
     `Agent execution stopped by hook: <reason>`, or (AfterTool) the reason alone."""
     for head in _GUARD:
         if text.startswith(head + REFUSAL_PREFIX):
+            if isinstance(display, _Long):
+                display = display.whole()
+            display = display if isinstance(display, str) else ""
             return bool(head) or display.startswith(_GUARD[1] + REFUSAL_PREFIX)
     return False
 
@@ -280,12 +303,104 @@ def _result_text(result):
         response = part.get("functionResponse") if isinstance(part, dict) else None
         body = response.get("response") if isinstance(response, dict) else None
         if isinstance(body, dict):
-            if isinstance(body.get("error"), str):
+            if isinstance(body.get("error"), (str, _Long)):
                 return body["error"], True
-            if isinstance(body.get("output"), str):
+            if isinstance(body.get("output"), (str, _Long)):
                 return body["output"], False
             return jsonio.dumps(body, sort_keys=True), False
     return "", False
+
+
+class _Long:
+    """A long string of a line (line[start] its opening quote, line[end - 1] its closing one):
+    decoded whole only when its hash is needed, its ends tell a result's outcome."""
+
+    __slots__ = ("end", "line", "start")
+
+    def __init__(self, line, start, end):
+        self.line, self.start, self.end = line, start, end
+
+    def whole(self):
+        return jsonio.value_at(self.line, self.start)[0]
+
+    def ends(self):
+        """(its first characters, its last) decoded, each cut where no escape (at most six
+        characters, from a backslash) is; None when escapes leave no such place near an end."""
+        line, first, last = self.line, self.start + 1, self.end - 1
+        cut, begin = first + _END, last - _END
+        while cut - first >= 128 and line.rfind("\\", cut - 6, cut) >= 0:
+            cut = line.rfind("\\", cut - 6, cut)
+        while last - begin >= 128 and line.rfind("\\", begin - 6, begin) >= 0:
+            begin = line.rfind("\\", begin - 6, begin) + 7
+        if cut - first < 128 or last - begin < 128:
+            return None
+        head = jsonio.value_at('"' + line[first:cut] + '"', 0)[0]
+        return head, jsonio.value_at('"' + line[begin:last] + '"', 0)[0]
+
+
+def _decoded(raw):
+    """A line's record; a long line's long strings under _CUT keys (results, displays,
+    descriptions: most of a session's bytes, and mostly not needed) are cut out before the rest
+    is decoded, and left as _Long where the reader looks for them. ValueError as jsonio.loads."""
+    line = raw.decode("utf-8")
+    if len(line) <= LONG:
+        return jsonio.loads(line)
+    pieces, longs, pos = [], {}, 0
+    for start, end in _long_strings(line):
+        pieces += (line[pos : start + 1], "\\u0000", str(len(longs)))
+        longs["\0" + str(len(longs))] = _Long(line, start, end)
+        pos = end - 1  # the closing quote
+    if not longs:
+        return jsonio.loads(line)
+    pieces.append(line[pos:])
+    cut = "".join(pieces)
+    # each placeholder must stand where the reader looks (a value of its own: no other \u0000 in
+    # what is decoded), else one stood in a value that counts (a call's args): decode it whole
+    record = jsonio.loads(cut) if cut.count("\\u0000") == len(longs) else None
+    return record if _put_back(record, longs) == len(longs) else jsonio.loads(line)
+
+
+def _long_strings(line):
+    """(start, end) of each string value longer than _LONG_TEXT of a _CUT key, in order: each
+    `":"` (a key's end, but where its first quote is escaped) from the tool calls on is looked
+    at, in one pass."""
+    found = []
+    at = line.find('":"', max(line.find('"toolCalls":['), 0))
+    while at > 0:
+        end = at + 3
+        if line.endswith(_CUT, 0, end):
+            start = at + 2
+            if line[line.rfind('"', 0, at) - 1] != "\\":  # not an escaped quote in a string
+                end = jsonio.string_end(line, start)
+                if end - start > _LONG_TEXT:
+                    found.append((start, end))
+        at = line.find('":"', end)
+    return found
+
+
+def _put_back(record, longs):
+    """Put each placeholder's _Long where the reader looks for a result's text or display;
+    count those and the ones in a description or a message's content, which nothing reads."""
+    if not isinstance(record, dict):
+        return 0
+    places = [(record, "content")]
+    calls = record.get("toolCalls")
+    for tool_call in calls if isinstance(calls, list) else ():
+        if isinstance(tool_call, dict):
+            places += ((tool_call, "description"), (tool_call, "resultDisplay"))
+            parts = tool_call.get("result")
+            for part in parts if isinstance(parts, list) else ():
+                response = part.get("functionResponse") if isinstance(part, dict) else None
+                body = response.get("response") if isinstance(response, dict) else None
+                if isinstance(body, dict):
+                    places += ((body, "output"), (body, "error"))
+    placed = 0
+    for holder, key in places:
+        value = holder.get(key)
+        if isinstance(value, str) and value in longs:
+            holder[key] = longs[value]
+            placed += 1
+    return placed
 
 
 def _keep(entry):
@@ -318,7 +433,8 @@ class _Later:
 
     def pair(self):
         call_hash = fingerprint([tool_name(self.name, TOOLS), self.args])
-        return [call_hash, fingerprint(_stable(self.text))]
+        text = self.text.whole() if isinstance(self.text, _Long) else self.text
+        return [call_hash, fingerprint(_stable(text))]
 
 
 class _Reader:
@@ -355,7 +471,7 @@ class _Reader:
         if b'"gemini"' not in raw and not (b'"startTime"' in raw and "start" not in self.entry):
             return  # user messages, $set and $rewindTo lines: nothing to count
         try:
-            record = jsonio.loads(raw)
+            record = _decoded(raw)
         except ValueError:
             return
         if not isinstance(record, dict):
@@ -422,16 +538,19 @@ class _Reader:
         _keep(entry)
         name = tool_call.get("name")
         text, is_error = _result_text(tool_call.get("result"))
-        display = tool_call.get("resultDisplay")
-        display = display if isinstance(display, str) else ""
+        head, tail = text, None
+        if isinstance(text, _Long):
+            head, tail = text.ends() or (text.whole(), None)
         if status == "cancelled":
             outcome = "reset"
-        elif _own_refusal(text, display):
+        elif _own_refusal(head, tool_call.get("resultDisplay")):
             return  # the guard's own refusal: the call never ran
         elif status == "error" or is_error:
             outcome = "fail"
         else:
-            outcome = _text_status(name, text)
+            outcome = _text_status(name, head, tail)
+            if outcome is None:
+                outcome = _text_status(name, text.whole())
         if outcome == "reset":
             ledger.reset_agent(self.ledger.agent("main"))
             return
