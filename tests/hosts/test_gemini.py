@@ -314,6 +314,15 @@ def test_a_message_written_again_is_priced_once_and_its_outcome_booked_once(tmp_
     state = sync_file(tmp_path, [again, *tie])
     assert state["spend"]["total"] == 2 * ONE_RESPONSE
     assert state["agents"]["main"]["fails"] == 2 and len(state["agents"]["main"]["hist"]) == 2
+    # two calls of one message, the first written again with a later stamp than the second's
+    first, second = (turn(3, exit_code=1, stamp=f"2026-12-01T12:00:0{n}.000Z") for n in (1, 2))
+    both = dict(first[2], toolCalls=[first[2]["toolCalls"][0], second[2]["toolCalls"][0]])
+    both["toolCalls"][1] = dict(both["toolCalls"][1], id="run_shell_command_3b")
+    both_again = json.loads(json.dumps(both))
+    both_again["toolCalls"][0]["timestamp"] = "2026-12-01T12:00:03.000Z"
+    state = sync_file(tmp_path, [first[0], both])
+    state = sync_file(tmp_path, [both_again])
+    assert state["spend"]["total"] == 3 * ONE_RESPONSE and state["agents"]["main"]["fails"] == 4
 
 
 def test_only_the_calls_that_may_come_again_are_kept(tmp_path):

@@ -409,8 +409,9 @@ def _keep(entry):
     last message again, its calls possibly stamped anew) and those stamped with the last one
     booked ("tied": a file read again whole brings them back with that stamp); a call stamped
     earlier is skipped anyway. Both are the last ids booked (stamps never go back)."""
-    keep = min(max(entry.get("own", 0), entry.get("tied", 0)), 64)
-    entry["calls"] = entry.get("calls", [])[-keep:] if keep else []
+    booked = entry.get("calls", [])
+    keep = min(max(entry.get("own", 0), entry.get("tied", len(booked))), 64)
+    entry["calls"] = booked[-keep:] if keep else []
 
 
 def _settle(book):
@@ -500,18 +501,21 @@ class _Reader:
                 self.ledger.usage(key, self.entry["agent"], model, pusd, known, out, day)
         calls = record.get("toolCalls")
         if isinstance(calls, list):
-            self._scope(key)
+            self._scope(calls)
             for tool_call in calls:
                 if isinstance(tool_call, dict):
                     self._outcome(tool_call)
 
-    def _scope(self, key):
-        """A message with calls; a new one ends the last one's ("own": the calls booked from it)."""
+    def _scope(self, calls):
+        """A message with calls: the one being written again when it holds a call booked from
+        it, else a new one, which ends the last one's ("own": the calls booked from it)."""
         entry = self.entry
-        if entry.setdefault("msg", key) != key:
-            entry["msg"] = key
-            entry["own"] = 0
-            _keep(entry)
+        booked = entry.get("calls", [])
+        for tool_call in calls:
+            if isinstance(tool_call, dict) and tool_call.get("id") in booked:
+                return
+        entry["own"] = 0
+        _keep(entry)
 
     def _outcome(self, tool_call):
         """A finished call, once: its hash and outcome go to the wires of the agent the hooks
