@@ -74,8 +74,18 @@ if _json is not None:
         """Compact JSON, ASCII only; sort_keys also turns unknown types into strings."""
         return "".join((_sorted if sort_keys else _plain)(value, 0))
 
+    def value_at(text, pos):
+        """(value, end) of the JSON value that starts at text[pos]; ValueError if none does."""
+        try:
+            return _scan(text, pos)
+        except Exception:  # StopIteration where no value starts, json's errors in one
+            raise ValueError(f"no JSON value at {pos}") from None
+
 else:  # pragma: no cover
     import json as _std
+
+    def value_at(text, pos):
+        return _std.JSONDecoder().raw_decode(text, pos)
 
     def loads(text):
         return _std.loads(text)
@@ -84,6 +94,23 @@ else:  # pragma: no cover
         return _std.dumps(
             value, sort_keys=sort_keys, separators=(",", ":"), default=str if sort_keys else None
         )
+
+
+def string_end(text, pos):
+    """Where the JSON string whose opening quote is text[pos] ends (after its closing quote),
+    found by its quotes alone: a `"` that follows an even run of backslashes ends it. Its
+    content is not checked (as head_types trusts a line); ValueError when it does not end."""
+    end = text.find('"', pos + 1)
+    while end > 0 and text[end - 1] == "\\":
+        run = end - 1
+        while text[run - 1] == "\\":
+            run -= 1
+        if (end - run) % 2 == 0:
+            break  # the backslashes escape each other, not the quote
+        end = text.find('"', end + 1)
+    if end < 0:
+        raise ValueError("unterminated string")
+    return end + 1
 
 
 def head_types(data, start, stop, inner=None):

@@ -6,12 +6,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from guard_env import ROOT, GuardEnv
-from hypothesis import HealthCheck, given, settings
+from guard_env import ROOT, GuardEnv, jsonl
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from runaway_guard import hosts, ledger, pricing, wires
-from runaway_guard.calls import MODEL, PROMPT, RESULT, TOOL, Call
+from runaway_guard.calls import MODEL, PROMPT, RESULT, TOOL, Call, fingerprint
 from runaway_guard.decisions import ASK, DENY, STOP, TELL
+from runaway_guard.hosts import gemini
 
 FIXTURES = ROOT / "tests" / "fixtures" / "gemini"
 GEMINI = hosts.load("gemini")
@@ -258,6 +259,180 @@ def test_shell_result_text(text, status):
 
     assert gemini._text_status("run_shell_command", text) == status
     assert gemini._text_status("read_file", text) == "ok"
+
+
+def turn(index, status="success", exit_code=None, stamp=None, call_id=None):
+    """A response and the same message again with its shell call, as the CLI writes them."""
+    when = stamp or f"2026-12-01T10:{index // 60 % 60:02d}:{index % 60:02d}.000Z"
+    message = {
+        "id": f"m{index}",
+        "timestamp": when,
+        "type": "gemini",
+        "content": "",
+        "thoughts": [],
+        "tokens": {"input": 1000, "output": 10, "cached": 0, "thoughts": 0, "tool": 0},
+        "model": "gemini-2.5-flash",
+    }
+    code = "" if exit_code is None else f"\nExit Code: {exit_code}"
+    text = f"Output: step {index % 3}{code}\nProcess Group PGID: {index}"
+    call = {
+        "id": call_id or f"run_shell_command_{index}",
+        "name": "run_shell_command",
+        "args": {"command": f"make {index % 3}"},
+        "result": [{"functionResponse": {"response": {"output": text}}}],
+        "status": status,
+        "timestamp": when,
+        "resultDisplay": text,
+    }
+    return [message, {"$set": {"lastUpdated": when}}, dict(message, toolCalls=[call])]
+
+
+HEADER = {"sessionId": "s", "startTime": "2026-12-01T00:00:00.000Z", "kind": "main"}
+ONE_RESPONSE = round(pricing.gemini_cost("gemini-2.5-flash", turn(0)[0]["tokens"])[0])
+
+
+def sync_file(tmp, records, mode="a"):
+    """Append records to the session file, then one sync; the state after it."""
+    path = jsonl(tmp / "chats" / "session-x.jsonl", records, mode)
+    with ledger.Ledger(str(tmp / "state"), "gemini", "s") as book:
+        GEMINI.sync(book, Call("gemini", "s", transcript_path=str(path)))
+        return book.state
+
+
+def test_a_message_written_again_is_priced_once_and_its_outcome_booked_once(tmp_path):
+    running = turn(1)[2]
+    running["toolCalls"][0]["status"] = "executing"
+    state = sync_file(tmp_path, [HEADER, *turn(1)[:2], running])
+    assert state["spend"]["total"] == ONE_RESPONSE and "main" not in state["agents"]
+    state = sync_file(tmp_path, [turn(1, exit_code=2)[2]])  # the call ran: the message again
+    assert state["spend"]["total"] == ONE_RESPONSE
+    assert state["agents"]["main"]["fails"] == 1 and len(state["agents"]["main"]["hist"]) == 1
+    # written again with a new stamp (the CLI stamps calls when it records them), then a new
+    # message whose call shares the last stamp: the first is not booked again, the second is
+    again = turn(1, exit_code=2, stamp="2026-12-01T11:00:00.000Z")[2]
+    tie = turn(2, exit_code=2, stamp="2026-12-01T11:00:00.000Z")
+    state = sync_file(tmp_path, [again, *tie])
+    assert state["spend"]["total"] == 2 * ONE_RESPONSE
+    assert state["agents"]["main"]["fails"] == 2 and len(state["agents"]["main"]["hist"]) == 2
+    # two calls of one message, the first written again with a later stamp than the second's
+    first, second = (turn(3, exit_code=1, stamp=f"2026-12-01T12:00:0{n}.000Z") for n in (1, 2))
+    both = dict(first[2], toolCalls=[first[2]["toolCalls"][0], second[2]["toolCalls"][0]])
+    both["toolCalls"][1] = dict(both["toolCalls"][1], id="run_shell_command_3b")
+    both_again = json.loads(json.dumps(both))
+    both_again["toolCalls"][0]["timestamp"] = "2026-12-01T12:00:03.000Z"
+    state = sync_file(tmp_path, [first[0], both])
+    state = sync_file(tmp_path, [both_again])
+    assert state["spend"]["total"] == 3 * ONE_RESPONSE and state["agents"]["main"]["fails"] == 4
+
+
+def test_only_the_calls_that_may_come_again_are_kept(tmp_path):
+    """The ids kept do not grow with the session: a file's entry after 400 calls is its entry
+    after 40 (but for a digit more in its ids and offset)."""
+    sizes = []
+    for start, stop in ((0, 40), (40, 400)):
+        records = [HEADER] * (start == 0) + [r for i in range(start, stop) for r in turn(i)]
+        state = sync_file(tmp_path, records)
+        sizes.append(len(json.dumps(state["files"])))
+        entry = next(iter(state["files"].values()))
+        assert entry["calls"] == [f"run_shell_command_{stop - 1}"]
+    assert sizes[1] <= sizes[0] + 3
+    # a whole file read again (a rewritten legacy session, here a copy) books nothing again
+    path = tmp_path / "chats" / "session-x.jsonl"
+    data = path.read_bytes()
+    path.unlink()
+    path.write_bytes(data)
+    assert sync_file(tmp_path, [])["agents"]["main"]["fails"] == 0  # the last call was ok
+
+
+def test_outcomes_of_a_long_read_are_the_ones_read_one_by_one(tmp_path):
+    """Only the calls the wires keep get their hashes worked out: the same as reading the
+    session a turn at a time, failures in a row, a cancel in the middle."""
+    records = [HEADER]
+    for index in range(60):
+        exit_code = 1 if index >= 10 else None
+        records += turn(index, status="cancelled" if index == 5 else "success", exit_code=exit_code)
+    whole = sync_file(tmp_path / "whole", records)["agents"]["main"]
+    for index in range(0, len(records), 3):
+        step = sync_file(tmp_path / "steps", records[index : index + 3])["agents"].get("main")
+    assert whole == step and whole["fails"] == 50 and len(whole["hist"]) == 24
+    assert all(isinstance(a, str) and isinstance(b, str) for a, b in whole["hist"])
+    # hist: [hash of the call, hash of its result without the process group line]
+    assert whole["hist"][-1] == [
+        fingerprint(["Bash", {"command": "make 2"}]),
+        fingerprint("Output: step 2\nExit Code: 1"),
+    ]
+    assert wires.loop_repeats(whole["hist"], fingerprint(["Bash", {"command": "make 0"}])) == 8
+
+
+def undecoded(value):
+    """A record of gemini._decoded with each long string decoded (see gemini._Long)."""
+    if isinstance(value, gemini._Long):
+        return value.whole()
+    if isinstance(value, dict):
+        return {key: undecoded(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [undecoded(item) for item in value]
+    return value
+
+
+texts = st.text(
+    st.sampled_from(["a", " ", "\n", '"', "\\", "é", "😀", "\x00", "\t", "<"]), max_size=40
+)
+sections = st.sampled_from(
+    ["Output: x", "Exit Code: 1", "Error: e", "Signal: 9", "Process Group PGID: 7", "", "  "]
+)
+
+
+_CANCELLED_TEXT = "Command was cancelled by user"
+starts = st.sampled_from([_CANCELLED_TEXT, "Command was automatically cancelled"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    head=starts | texts,
+    noise=texts,
+    tail=st.lists(sections, max_size=4),
+    size=st.integers(0, 3000),
+    key=st.sampled_from(["output", "error", "description", "content", "command"]),
+    tagged=st.booleans(),
+    dense=st.booleans(),
+    in_args=st.booleans(),
+)
+@example("", "noise", ["Exit Code: 1", "Process Group PGID: 7"], 3000, "output", True, False, False)
+@example(_CANCELLED_TEXT, "", [], 3000, "error", False, False, False)
+@example("", "", ["Exit Code: 1"] + ["Process Group PGID: 7"] * 30, 3000, "output", 0, 0, 0)
+def test_a_long_line_decodes_as_json_and_its_results_outcome_from_their_ends(
+    head, noise, tail, size, key, tagged, dense, in_args
+):
+    """_decoded cuts long strings out before decoding: the record is json.loads' own, and the
+    outcome read at a result's two ends is the one read from the whole, when it can tell."""
+    filler = (('x\n"é' if dense else "a line of output\n") * size)[:size]
+    text = "\n".join([head, filler, noise, *tail])
+    if tagged:
+        text = f"<untrusted_context>\n{text}\n</untrusted_context>"
+    call = turn(1)[2]["toolCalls"][0]
+    call["args"] = {"command": "x", key: text} if in_args else {"command": "x"}
+    call["result"][0]["functionResponse"]["response"] = {key: text, "output": text}
+    call["resultDisplay"] = call["description"] = text
+    for ascii_only in (True, False):
+        record = dict(turn(1)[2], content=text, toolCalls=[call])
+        line = json.dumps(record, ensure_ascii=ascii_only, separators=(",", ":"))
+        record = gemini._decoded(line.encode())
+        assert undecoded(record) == json.loads(line)
+        got = record["toolCalls"][0]["result"][0]["functionResponse"]["response"]["output"]
+        # a long arg, a long string elsewhere than where the reader looks, or a \u0000 left
+        # in what is decoded (the message's content here): the line is decoded whole
+        long = len(json.dumps(text, ensure_ascii=ascii_only)) > gemini._LONG_TEXT
+        cut = long and key in ("output", "error", "command") and not (in_args and key != "command")
+        cut = cut and "\x00" not in text
+        assert isinstance(got, gemini._Long) == cut
+        if cut:
+            ends = got.ends()
+            whole = gemini._text_status("run_shell_command", text)
+            status = None if ends is None else gemini._text_status("run_shell_command", *ends)
+            assert status in (None, whole)
+            if not dense and size > 2000 and len(tail) < 5:
+                assert status is not None  # the ends of a plain output tell its outcome
 
 
 # -- payloads and answers ----------------------------------------------------------------------

@@ -5,6 +5,7 @@ import math
 import subprocess
 import sys
 
+import pytest
 from guard_env import SKILL
 from hypothesis import given
 from hypothesis import strategies as st
@@ -116,3 +117,13 @@ def test_head_types_of_the_hosts_records():
     assert jsonio.head_types(b'{"a":"x\\"type\\":\\"u","type":"v"}', 0, 40) == ("v", None)
     escaped = b'{"x\\"type":"v","type":"w"}'  # the key is x"type: not the type
     assert jsonio.head_types(escaped, 0, len(escaped))[0] in (None, "w")
+
+
+@given(st.text(), st.booleans())
+def test_string_end_finds_where_a_json_string_ends(text, ascii_only):
+    quoted = json.dumps(text, ensure_ascii=ascii_only)
+    line = '{"a":' + quoted + ',"b":"\\\\"}'
+    assert jsonio.string_end(line, 5) == 5 + len(quoted)
+    assert jsonio.value_at(line, 5) == (text, 5 + len(quoted))
+    with pytest.raises(ValueError):
+        jsonio.string_end(quoted[:-1], 0)

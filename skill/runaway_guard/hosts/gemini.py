@@ -27,7 +27,8 @@ import os
 from .. import jsonio, ledger, pricing
 from ..calls import MODEL, PROMPT, RESULT, Call, fingerprint, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
-from ._files import local_day, number, read_all
+from ..jsonio import head_types
+from ._files import LONG, each_line, local_day, number, read_all
 
 NAME = "gemini"
 LABEL = "Gemini CLI"
@@ -96,6 +97,13 @@ _SECTIONS = ("Output: ", "Error: ", "Exit Code: ", "Signal: ", "Background PIDs:
 _VOLATILE = ("Process Group PGID: ", "Background PIDs: ")
 _GUARD = ("Tool execution blocked: ", "Agent execution stopped by hook: ", "")
 _CANCELLED = "Command was cancelled by user"
+# Most of a session's bytes are tool results, written twice a call (text and display) with the
+# tool's description: a string of these keys longer than _LONG_TEXT in a tool call is not
+# decoded but at its ends, _END characters each (_decoded, _Long).
+_LONG_TEXT, _END = 1024, 384
+_CUT = ('"output":"', '"error":"', '"resultDisplay":"', '"description":"', '"content":"')
+# Lines that change the message list or metadata, never a response or a call's outcome.
+_CHANGES = (b'{"$set":', b'{"$rewindTo":')
 
 
 def call(payload):
@@ -168,7 +176,8 @@ def sync(book, call):
     for name in _listing(book, folder):
         if name.endswith(".jsonl"):
             _follow(book, files, os.path.join(folder, name), name[: -len(".jsonl")])
-    read_all(book, path, lambda entry: _Reader(book, entry).line)
+    read_all(book, path, lambda entry: _Reader(book, entry))
+    _settle(book)
     return True
 
 
@@ -182,20 +191,20 @@ def _follow(book, files, path, agent):
 
 
 def _listing(book, folder):
-    """The subagent folder's names, listed again only when the folder changed."""
+    """The subagent folder's names, or none when it has not changed since it was last listed:
+    its files are followed already (a file added or removed changes the folder)."""
     seen = book.state.setdefault("folders", {})
     try:
         stamp = os.stat(folder).st_mtime_ns
     except OSError:
         return []
-    known = seen.get(folder)
-    if known and known[0] == stamp:
-        return known[1]
+    if seen.get(folder) == stamp:
+        return []
     try:
         names = sorted(os.listdir(folder))
     except OSError:
         return []
-    seen[folder] = [stamp, names]
+    seen[folder] = stamp
     return names
 
 
@@ -224,20 +233,37 @@ def _read_whole(book, path):
         for message in messages:
             if isinstance(message, dict):
                 reader.message(message)
+        _settle(book)
 
 
-def _text_status(name, text):
-    """'ok', 'fail' or 'reset' (the person cancelled) of a tool's result text."""
+def _text_status(name, text, tail=None):
+    """'ok', 'fail' or 'reset' (the person cancelled) of a tool's result text. With tail, text is
+    only the result's first characters and tail its last (see _Long): None when those do not
+    tell."""
     if name != _SHELL:
         return "ok"
-    body = text.replace("<untrusted_context>", "").replace("</untrusted_context>", "")
-    if body.lstrip().startswith(_CANCELLED):
+    if tail is None:
+        lead = body = _untagged(text).strip()
+    else:
+        # a tag cut at either end changes at most the cut line: a tail's first line is never
+        # looked at, and a start shorter than this may be such a line
+        lead, body = _untagged(text).lstrip(), _untagged(tail).rstrip()
+        if len(lead) < 100:
+            return None
+    if lead.startswith(_CANCELLED):
         return "reset"
-    if body.lstrip().startswith("Command was automatically cancelled"):
+    if lead.startswith("Command was automatically cancelled"):
         return "fail"
     # The shell tool's sections after the output, last line first: Error, Exit Code (only when
-    # not 0), Signal, Background PIDs, Process Group PGID.
-    for line in reversed(body.strip().split("\n")):
+    # not 0), Signal, Background PIDs, Process Group PGID. Only those lines are looked at: an
+    # output can be hundreds of KB.
+    end = len(body)
+    while end >= 0:
+        start = body.rfind("\n", 0, end) + 1
+        if start == 0 and tail is not None:
+            return None
+        line = body[start:end]
+        end = start - 1
         if line.startswith(_VOLATILE):
             continue
         if line.startswith(("Exit Code: ", "Signal: ", "Error: ")):
@@ -247,6 +273,10 @@ def _text_status(name, text):
         if line.startswith("Output: "):
             break
     return "ok"
+
+
+def _untagged(text):
+    return text.replace("<untrusted_context>", "").replace("</untrusted_context>", "")
 
 
 def _stable(text):
@@ -259,6 +289,9 @@ def _own_refusal(text, display):
     `Agent execution stopped by hook: <reason>`, or (AfterTool) the reason alone."""
     for head in _GUARD:
         if text.startswith(head + REFUSAL_PREFIX):
+            if isinstance(display, _Long):
+                display = display.whole()
+            display = display if isinstance(display, str) else ""
             return bool(head) or display.startswith(_GUARD[1] + REFUSAL_PREFIX)
     return False
 
@@ -270,12 +303,139 @@ def _result_text(result):
         response = part.get("functionResponse") if isinstance(part, dict) else None
         body = response.get("response") if isinstance(response, dict) else None
         if isinstance(body, dict):
-            if isinstance(body.get("error"), str):
+            if isinstance(body.get("error"), (str, _Long)):
                 return body["error"], True
-            if isinstance(body.get("output"), str):
+            if isinstance(body.get("output"), (str, _Long)):
                 return body["output"], False
             return jsonio.dumps(body, sort_keys=True), False
     return "", False
+
+
+class _Long:
+    """A long string of a line (line[start] its opening quote, line[end - 1] its closing one):
+    decoded whole only when its hash is needed, its ends tell a result's outcome."""
+
+    __slots__ = ("end", "line", "start")
+
+    def __init__(self, line, start, end):
+        self.line, self.start, self.end = line, start, end
+
+    def whole(self):
+        return jsonio.value_at(self.line, self.start)[0]
+
+    def ends(self):
+        """(its first characters, its last) decoded, each cut where no escape (at most six
+        characters, from a backslash) is; None when escapes leave no such place near an end."""
+        line, first, last = self.line, self.start + 1, self.end - 1
+        cut, begin = first + _END, last - _END
+        while cut - first >= 128 and line.rfind("\\", cut - 6, cut) >= 0:
+            cut = line.rfind("\\", cut - 6, cut)
+        while last - begin >= 128 and line.rfind("\\", begin - 6, begin) >= 0:
+            begin = line.rfind("\\", begin - 6, begin) + 7
+        if cut - first < 128 or last - begin < 128:
+            return None
+        head = jsonio.value_at('"' + line[first:cut] + '"', 0)[0]
+        return head, jsonio.value_at('"' + line[begin:last] + '"', 0)[0]
+
+
+def _decoded(raw):
+    """A line's record; a long line's long strings under _CUT keys (results, displays,
+    descriptions: most of a session's bytes, and mostly not needed) are cut out before the rest
+    is decoded, and left as _Long where the reader looks for them. ValueError as jsonio.loads."""
+    line = raw.decode("utf-8")
+    if len(line) <= LONG:
+        return jsonio.loads(line)
+    pieces, longs, pos = [], {}, 0
+    for start, end in _long_strings(line):
+        pieces += (line[pos : start + 1], "\\u0000", str(len(longs)))
+        longs["\0" + str(len(longs))] = _Long(line, start, end)
+        pos = end - 1  # the closing quote
+    if not longs:
+        return jsonio.loads(line)
+    pieces.append(line[pos:])
+    cut = "".join(pieces)
+    # each placeholder must stand where the reader looks (a value of its own: no other \u0000 in
+    # what is decoded), else one stood in a value that counts (a call's args): decode it whole
+    record = jsonio.loads(cut) if cut.count("\\u0000") == len(longs) else None
+    return record if _put_back(record, longs) == len(longs) else jsonio.loads(line)
+
+
+def _long_strings(line):
+    """(start, end) of each string value longer than _LONG_TEXT of a _CUT key, in order: each
+    `":"` (a key's end, but where its first quote is escaped) from the tool calls on is looked
+    at, in one pass."""
+    found = []
+    at = line.find('":"', max(line.find('"toolCalls":['), 0))
+    while at > 0:
+        end = at + 3
+        if line.endswith(_CUT, 0, end):
+            start = at + 2
+            if line[line.rfind('"', 0, at) - 1] != "\\":  # not an escaped quote in a string
+                end = jsonio.string_end(line, start)
+                if end - start > _LONG_TEXT:
+                    found.append((start, end))
+        at = line.find('":"', end)
+    return found
+
+
+def _put_back(record, longs):
+    """Put each placeholder's _Long where the reader looks for a result's text or display;
+    count those and the ones in a description or a message's content, which nothing reads."""
+    if not isinstance(record, dict):
+        return 0
+    places = [(record, "content")]
+    calls = record.get("toolCalls")
+    for tool_call in calls if isinstance(calls, list) else ():
+        if isinstance(tool_call, dict):
+            places += ((tool_call, "description"), (tool_call, "resultDisplay"))
+            parts = tool_call.get("result")
+            for part in parts if isinstance(parts, list) else ():
+                response = part.get("functionResponse") if isinstance(part, dict) else None
+                body = response.get("response") if isinstance(response, dict) else None
+                if isinstance(body, dict):
+                    places += ((body, "output"), (body, "error"))
+    placed = 0
+    for holder, key in places:
+        value = holder.get(key)
+        if isinstance(value, str) and value in longs:
+            holder[key] = longs[value]
+            placed += 1
+    return placed
+
+
+def _keep(entry):
+    """Keep the ids of the calls booked that may still come again, no others, so the state does
+    not grow with the session: those of the message being written ("own": the CLI writes only its
+    last message again, its calls possibly stamped anew) and those stamped with the last one
+    booked ("tied": a file read again whole brings them back with that stamp); a call stamped
+    earlier is skipped anyway. Both are the last ids booked (stamps never go back)."""
+    booked = entry.get("calls", [])
+    keep = min(max(entry.get("own", 0), entry.get("tied", len(booked))), 64)
+    entry["calls"] = booked[-keep:] if keep else []
+
+
+def _settle(book):
+    """Work out the hash and outcome of the calls the wires still keep (see _Later)."""
+    record = book.state["agents"].get("main")
+    for item in record["hist"] if record else ():
+        if isinstance(item[0], _Later):
+            item[:] = item[0].pair()
+
+
+class _Later:
+    """A finished call as the wires keep it, [call hash, outcome hash], worked out only once the
+    read ends and only if it is still among the last calls they keep: a long session's outcomes
+    are mostly pushed out by later ones, and hashing each result cost more than reading it."""
+
+    __slots__ = ("args", "name", "text")
+
+    def __init__(self, name, args, text):
+        self.name, self.args, self.text = name, args, text
+
+    def pair(self):
+        call_hash = fingerprint([tool_name(self.name, TOOLS), self.args])
+        text = self.text.whole() if isinstance(self.text, _Long) else self.text
+        return [call_hash, fingerprint(_stable(text))]
 
 
 class _Reader:
@@ -284,12 +444,35 @@ class _Reader:
     def __init__(self, book, entry):
         self.ledger = book
         self.entry = entry
+        # (id, model, tokens, timestamp) of the response last priced: a message appended again
+        # whole (its tool calls added) is not priced again.
+        self.priced = None
+
+    def __call__(self, raw):
+        self.line(raw)
+
+    def lines(self, data, start, stop):
+        """Each whole line of data[start:stop], as line() would take it, but a line whose head
+        shows it cannot count is passed over unread."""
+        each_line(data, start, stop, self.line, self._passed_over)
+
+    def _passed_over(self, data, start, end):
+        """$set and $rewindTo lines, and long lines of another type than "gemini" (user
+        messages carry every tool result again), once the header is read."""
+        if "start" not in self.entry:
+            return False
+        if data.startswith(_CHANGES, start):
+            return True
+        if end - start <= LONG:
+            return False
+        kind = head_types(data, start, end)[0]
+        return kind is not None and kind != "gemini"
 
     def line(self, raw):
         if b'"gemini"' not in raw and not (b'"startTime"' in raw and "start" not in self.entry):
             return  # user messages, $set and $rewindTo lines: nothing to count
         try:
-            record = jsonio.loads(raw)
+            record = _decoded(raw)
         except ValueError:
             return
         if not isinstance(record, dict):
@@ -309,20 +492,36 @@ class _Reader:
         key = record.get("id")
         if isinstance(tokens, dict) and isinstance(key, str) and key:
             model = self.entry.get("model") or "gemini"
-            pusd, known = pricing.gemini_cost(model, tokens)
-            out = number(tokens.get("output")) + number(tokens.get("thoughts"))
-            day = local_day(record.get("timestamp"))
-            self.ledger.usage(key, self.entry["agent"], model, pusd, known, out, day)
+            priced = (key, model, tokens, record.get("timestamp"))
+            if priced != self.priced:
+                self.priced = priced
+                pusd, known = pricing.gemini_cost(model, tokens)
+                out = number(tokens.get("output")) + number(tokens.get("thoughts"))
+                day = local_day(record.get("timestamp"))
+                self.ledger.usage(key, self.entry["agent"], model, pusd, known, out, day)
         calls = record.get("toolCalls")
         if isinstance(calls, list):
+            self._scope(calls)
             for tool_call in calls:
                 if isinstance(tool_call, dict):
                     self._outcome(tool_call)
 
+    def _scope(self, calls):
+        """A message with calls: the one being written again when it holds a call booked from
+        it, else a new one, which ends the last one's ("own": the calls booked from it)."""
+        entry = self.entry
+        booked = entry.get("calls", [])
+        for tool_call in calls:
+            if isinstance(tool_call, dict) and tool_call.get("id") in booked:
+                return
+        entry["own"] = 0
+        _keep(entry)
+
     def _outcome(self, tool_call):
         """A finished call, once: its hash and outcome go to the wires of the agent the hooks
-        see. Calls written before this file's run began (copied from a resumed session) and
-        calls already booked are skipped."""
+        see. Calls written before this file's run began (copied from a resumed session), calls
+        stamped before the last one booked and calls already booked are skipped."""
+        entry = self.entry
         call_id = tool_call.get("id")
         stamp = tool_call.get("timestamp")
         status = tool_call.get("status")
@@ -330,30 +529,35 @@ class _Reader:
             return
         if status not in ("success", "error", "cancelled"):
             return  # still running: its outcome comes with a later line
-        if stamp < self.entry.get("start", "") or stamp < self.entry.get("last", ""):
+        last = entry.get("last", "")
+        if stamp < entry.get("start", "") or stamp < last:
             return
-        booked = self.entry.setdefault("calls", [])
+        booked = entry.setdefault("calls", [])
         if call_id in booked:
             return
+        entry["own"] = entry.get("own", len(booked)) + 1
+        entry["tied"] = entry.get("tied", 0) + 1 if stamp == last else 1
+        entry["last"] = stamp
         booked.append(call_id)
-        del booked[:-64]
-        self.entry["last"] = stamp
+        _keep(entry)
         name = tool_call.get("name")
         text, is_error = _result_text(tool_call.get("result"))
-        display = tool_call.get("resultDisplay")
-        display = display if isinstance(display, str) else ""
+        head, tail = text, None
+        if isinstance(text, _Long):
+            head, tail = text.ends() or (text.whole(), None)
         if status == "cancelled":
             outcome = "reset"
-        elif _own_refusal(text, display):
+        elif _own_refusal(head, tool_call.get("resultDisplay")):
             return  # the guard's own refusal: the call never ran
         elif status == "error" or is_error:
             outcome = "fail"
         else:
-            outcome = _text_status(name, text)
-        record = self.ledger.agent("main")
+            outcome = _text_status(name, head, tail)
+            if outcome is None:
+                outcome = _text_status(name, text.whole())
         if outcome == "reset":
-            ledger.reset_agent(record)
+            ledger.reset_agent(self.ledger.agent("main"))
             return
-        call_hash = fingerprint([tool_name(name, TOOLS), tool_call.get("args")])
-        self.ledger.complete_unseen("main", call_hash)
-        self.ledger.outcome("main", None, outcome == "fail", fingerprint(_stable(text)))
+        later = _Later(name, tool_call.get("args"), text)
+        self.ledger.complete_unseen("main", later)
+        self.ledger.outcome("main", None, outcome == "fail", later)
