@@ -813,7 +813,7 @@ class GeminiWriter:
             "description": self.DESCRIPTION,
         }
         if output is not None:
-            text = f"Command: {command}\nOutput: {output}\nExit Code: 0"
+            text = f"Command: {command}\nOutput: {output}"  # Gemini writes no "Exit Code: 0"
             response = {"id": call_id, "name": "run_shell_command", "response": {"output": text}}
             call["result"] = [{"functionResponse": response}]
             call["resultDisplay"] = output

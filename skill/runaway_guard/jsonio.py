@@ -185,11 +185,11 @@ def dumps_sealed(obj):
 
 
 def loads_sealed(data):
-    """The object of a sealed document (without "sum"), or of a plain one; ValueError when the
-    seal does not match what it seals (read while it was rewritten, or damaged)."""
+    """The object of a sealed document, without "sum"; ValueError when it is not one whose
+    seal matches (read while it was rewritten, damaged, or written before seals)."""
     data = bytes(data)
     if data[-_SEALED_TAIL : -_SEALED_TAIL + len(_SEAL)] != _SEAL:
-        return loads(data)
+        raise ValueError("not a sealed JSON document")
     body = data[:-_SEALED_TAIL] + b"}"
     if digest(body).encode() != data[-18:-2]:
         raise ValueError("a sealed JSON document whose digest does not match: torn or damaged")

@@ -75,7 +75,7 @@ def write_in_place(path, obj):
 
     Rewriting the file costs a call 0.05 ms where replacing it by a rename costs 0.3-0.6 ms on
     ext4 (bench/README.md). A reader without the lock may read it mid-write: the seal does not
-    match then, and read_json reads again. A call killed mid-write leaves a torn file: the
+    match then, and read_sealed reads again. A call killed mid-write leaves a torn file: the
     state is rebuilt from the ledger, as after any damage."""
     data = jsonio.dumps_sealed(obj)
     fd = fs.open(path, fs.O_WRONLY | fs.O_CREAT, 0o600)
@@ -89,8 +89,20 @@ def write_in_place(path, obj):
 
 
 def read_json(path):
-    """The JSON object in path, or None when it is missing or unusable. A file read while a
-    call rewrote it (torn, or cut short) is read again, up to TORN_TRIES times."""
+    """The JSON object in path, or None when it is missing or unusable."""
+    try:
+        with open(path, "rb") as handle:
+            data = jsonio.loads(handle.read())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def read_sealed(path):
+    """The object in a file written by write_in_place, or None when it is missing or
+    unusable. A file read while a call rewrote it (torn, or cut short) is read again, up to
+    TORN_TRIES times; one written before seals is unusable (a state is rebuilt from its
+    ledger)."""
     for _ in range(TORN_TRIES):
         try:
             with open(path, "rb") as handle:
@@ -224,7 +236,7 @@ class Ledger:
     # -- loading and saving
 
     def _load(self):
-        state = read_json(self.state_path)
+        state = read_sealed(self.state_path)
         if state is None or state.get("v") != VERSION or not _well_formed(state):
             state = self._rebuild()
         self.state = state
@@ -625,11 +637,11 @@ def day_shares(state_dir, day):
     """Each session's spend on day, for status: the day file lists the day's sessions, and a
     session's own state has its current figure (without a daily cap the hook updates its share
     in the day file only every so often: hook._daily_spend)."""
-    shares = read_json(daily_path(state_dir, day)) or {}
+    shares = read_sealed(daily_path(state_dir, day)) or {}
     for key, pusd in shares.items():
         if not isinstance(pusd, int) or ":" not in key:
             continue
-        state = read_json(session_paths(state_dir, *key.split(":", 1))[1] + ".json") or {}
+        state = read_sealed(session_paths(state_dir, *key.split(":", 1))[1] + ".json") or {}
         spend = state.get("spend")
         days = spend.get("day") if isinstance(spend, dict) else None
         current = days.get(day) if isinstance(days, dict) else None
@@ -646,11 +658,11 @@ def daily_spend(state_dir, day, session_key=None, session_pusd=None):
     """
     path = daily_path(state_dir, day)
     if session_key is None:
-        shares = read_json(path) or {}
+        shares = read_sealed(path) or {}
     else:
         private_dir(fs.dirname(path))
         with Lock(path + ".lock"):
-            shares = read_json(path) or {}
+            shares = read_sealed(path) or {}
             if shares.get(session_key) != session_pusd:
                 shares[session_key] = session_pusd
                 write_in_place(path, shares)

@@ -247,6 +247,7 @@ def test_subagent_outcomes_go_to_the_agent_the_hooks_see(tmp_path):
     [
         ("<untrusted_context>\nOutput: hi\nExit Code: 3\nProcess Group PGID: 9\n", "fail"),
         ("Output: (empty)\nProcess Group PGID: 9", "ok"),
+        ("Output: hi\nExit Code: 0\nProcess Group PGID: 9", "ok"),  # Qwen Code writes it: a success
         ("Output: Exit Code: 3\nsaid the program\nProcess Group PGID: 9", "ok"),
         ("Output: x\nError: spawn failed\nProcess Group PGID: 9", "fail"),
         ("Output: x\nSignal: SIGTERM\nProcess Group PGID: 9", "fail"),

@@ -637,7 +637,7 @@ def test_32_parallel_calls_on_one_session(tmp_path):
     def watch():  # a reader without the lock (status, the team refresh) never gets a torn state
         while not stop.is_set():
             for path in (state / "sessions" / "claude").glob("*.json"):
-                if ledger.read_json(str(path)) is None:
+                if ledger.read_sealed(str(path)) is None:
                     torn.append(path.read_bytes()[:100])
 
     watcher = threading.Thread(target=watch)

@@ -22,9 +22,7 @@ Seen on 0.61.0 (tests/fixtures/gemini/README.md):
   (`systemMessage`). `ask` hangs a headless run: never used.
 """
 
-import os
-
-from .. import jsonio, ledger, pricing
+from .. import fs, jsonio, ledger, pricing
 from ..calls import MODEL, PROMPT, RESULT, Call, fingerprint, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import head_types
@@ -172,10 +170,10 @@ def sync(book, call):
         _read_whole(book, path)  # a version that rewrote one whole session-*.json
     else:
         _follow(book, files, path, "main")
-    folder = os.path.join(os.path.dirname(path), call.session_id)
+    folder = fs.join(fs.dirname(path), call.session_id)
     for name in _listing(book, folder):
         if name.endswith(".jsonl"):
-            _follow(book, files, os.path.join(folder, name), name[: -len(".jsonl")])
+            _follow(book, files, fs.join(folder, name), name[: -len(".jsonl")])
     read_all(book, path, lambda entry: _Reader(book, entry))
     _settle(book)
     return True
@@ -195,13 +193,13 @@ def _listing(book, folder):
     its files are followed already (a file added or removed changes the folder)."""
     seen = book.state.setdefault("folders", {})
     try:
-        stamp = os.stat(folder).st_mtime_ns
+        stamp = fs.stat(folder).st_mtime_ns
     except OSError:
         return []
     if seen.get(folder) == stamp:
         return []
     try:
-        names = sorted(os.listdir(folder))
+        names = sorted(fs.listdir(folder))
     except OSError:
         return []
     seen[folder] = stamp
@@ -212,7 +210,7 @@ def _read_whole(book, path):
     """A legacy session-*.json: read again whole whenever it changed (it is rewritten whole)."""
     legacy = book.state.setdefault("legacy", {})
     try:
-        info = os.stat(path)
+        info = fs.stat(path)
     except OSError:
         return
     stamp = [info.st_ino, info.st_size, info.st_mtime_ns]
@@ -266,7 +264,7 @@ def _text_status(name, text, tail=None):
         end = start - 1
         if line.startswith(_VOLATILE):
             continue
-        if line.startswith(("Exit Code: ", "Signal: ", "Error: ")):
+        if line.startswith(("Exit Code: ", "Signal: ", "Error: ")) and line != "Exit Code: 0":
             return "fail"
         if not line.startswith(_SECTIONS):
             break
