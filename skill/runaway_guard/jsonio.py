@@ -14,10 +14,6 @@ except ImportError:  # pragma: no cover - CPython always has it
 
 _WHITESPACE = " \t\n\r"
 HEAD = 1024  # how far head_types looks into a line
-# Two primes below 2**30: CPython divides by one machine digit fastest (30 KB in 35 us).
-_PRIMES = ((1 << 30) - 35, (1 << 30) - 41)
-_SEAL = b',"sum":"'  # a sealed object's last member: "sum", then 16 hex digits
-_SEALED_TAIL = len(_SEAL) + 16 + 2
 
 
 class _Context:
@@ -167,30 +163,3 @@ def _leading(data, start, stop, key):
     if 0x5C in value:
         return None, start
     return value.decode("ascii", "replace"), end + 1
-
-
-def digest(data):
-    """16 hex digits for bytes: them as one number modulo two 30-bit primes (two texts one
-    byte apart never share one; the trailing 1 keeps trailing zero bytes apart). No zlib or
-    hashlib: their import costs a call 0.3-0.5 ms where they are shared libraries."""
-    number = int.from_bytes(bytes(data) + b"\x01", "little")
-    return "".join(format(number % prime, "08x") for prime in _PRIMES)
-
-
-def dumps_sealed(obj):
-    """A non-empty dict as JSON bytes whose last member, "sum", is the digest of the rest: a
-    file rewritten in place (ledger.write_in_place) can then be read without a lock."""
-    body = dumps(obj).encode()
-    return body[:-1] + _SEAL + digest(body).encode() + b'"}'
-
-
-def loads_sealed(data):
-    """The object of a sealed document, without "sum"; ValueError when it is not one whose
-    seal matches (read while it was rewritten, damaged, or written before seals)."""
-    data = bytes(data)
-    if data[-_SEALED_TAIL : -_SEALED_TAIL + len(_SEAL)] != _SEAL:
-        raise ValueError("not a sealed JSON document")
-    body = data[:-_SEALED_TAIL] + b"}"
-    if digest(body).encode() != data[-18:-2]:
-        raise ValueError("a sealed JSON document whose digest does not match: torn or damaged")
-    return loads(body)

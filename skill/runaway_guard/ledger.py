@@ -1,8 +1,7 @@
 """The session's ledger and state: what was spent, per response, and how each agent's calls went.
 
 Two files per session in the state dir, both private to the user:
-- `<id>.json`, small and rewritten in place under a lock on every call, sealed so that a
-  reader without the lock can tell a torn read (write_in_place): read cursors, spend
+- `<id>.json`, small and rewritten atomically under a lock on every call: read cursors, spend
   totals, the last responses (whose usage can still grow), and the wires' counters;
 - `<id>.ledger`, append-only, one line per priced response (and per later correction): the
   source of truth for spend. It is read only when a transcript was rewritten or the state was
@@ -24,7 +23,6 @@ ACTIVE = 3600.0
 PRUNE_AFTER = 30 * 86400.0  # a session's state unseen this long is deleted (its ledger too)
 PRUNE_EVERY = 86400.0  # looked for at most once a day: one stat per call otherwise
 LOCK_WAIT = 10.0
-TORN_TRIES, TORN_WAIT = 5, 0.002  # a sealed file being rewritten is read again this often
 BURN_STEP, BURN_KEEP = 60.0, 64  # one spend sample a minute at most, the last hour or so
 
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
@@ -70,24 +68,6 @@ def write_all(fd, data):
         view = view[fs.write(fd, view) :]
 
 
-def write_in_place(path, obj):
-    """Overwrite path with obj, sealed (jsonio.dumps_sealed), under the caller's lock.
-
-    Rewriting the file costs a call 0.05 ms where replacing it by a rename costs 0.3-0.6 ms on
-    ext4 (bench/README.md). A reader without the lock may read it mid-write: the seal does not
-    match then, and read_sealed reads again. A call killed mid-write leaves a torn file: the
-    state is rebuilt from the ledger, as after any damage."""
-    data = jsonio.dumps_sealed(obj)
-    fd = fs.open(path, fs.O_WRONLY | fs.O_CREAT, 0o600)
-    try:
-        done = 0
-        while done < len(data):  # a short write happens as a disk fills up
-            done += fs.pwrite(fd, data[done:], done)
-        fs.ftruncate(fd, len(data))
-    finally:
-        fs.close(fd)
-
-
 def read_json(path):
     """The JSON object in path, or None when it is missing or unusable."""
     try:
@@ -96,24 +76,6 @@ def read_json(path):
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
-
-
-def read_sealed(path):
-    """The object in a file written by write_in_place, or None when it is missing or
-    unusable. A file read while a call rewrote it (torn, or cut short) is read again, up to
-    TORN_TRIES times; one written before seals is unusable (a state is rebuilt from its
-    ledger)."""
-    for _ in range(TORN_TRIES):
-        try:
-            with open(path, "rb") as handle:
-                data = jsonio.loads_sealed(handle.read())
-        except OSError:
-            return None
-        except ValueError:
-            time.sleep(TORN_WAIT)
-            continue
-        return data if isinstance(data, dict) else None
-    return None
 
 
 def try_lock(fd):
@@ -236,7 +198,7 @@ class Ledger:
     # -- loading and saving
 
     def _load(self):
-        state = read_sealed(self.state_path)
+        state = read_json(self.state_path)
         if state is None or state.get("v") != VERSION or not _well_formed(state):
             state = self._rebuild()
         self.state = state
@@ -312,7 +274,7 @@ class Ledger:
         # a trim keeps at most RECENT + one per active agent: trim once RECENT more built up
         if len(state["recent"]) > 2 * RECENT + len(self._active) or self._stale:
             self._trim_recent()
-        write_in_place(self.state_path, state)
+        write_atomic(self.state_path, jsonio.dumps(state).encode())
 
     # -- spend
 
@@ -637,11 +599,11 @@ def day_shares(state_dir, day):
     """Each session's spend on day, for status: the day file lists the day's sessions, and a
     session's own state has its current figure (without a daily cap the hook updates its share
     in the day file only every so often: hook._daily_spend)."""
-    shares = read_sealed(daily_path(state_dir, day)) or {}
+    shares = read_json(daily_path(state_dir, day)) or {}
     for key, pusd in shares.items():
         if not isinstance(pusd, int) or ":" not in key:
             continue
-        state = read_sealed(session_paths(state_dir, *key.split(":", 1))[1] + ".json") or {}
+        state = read_json(session_paths(state_dir, *key.split(":", 1))[1] + ".json") or {}
         spend = state.get("spend")
         days = spend.get("day") if isinstance(spend, dict) else None
         current = days.get(day) if isinstance(days, dict) else None
@@ -658,12 +620,12 @@ def daily_spend(state_dir, day, session_key=None, session_pusd=None):
     """
     path = daily_path(state_dir, day)
     if session_key is None:
-        shares = read_sealed(path) or {}
+        shares = read_json(path) or {}
     else:
         private_dir(fs.dirname(path))
         with Lock(path + ".lock"):
-            shares = read_sealed(path) or {}
+            shares = read_json(path) or {}
             if shares.get(session_key) != session_pusd:
                 shares[session_key] = session_pusd
-                write_in_place(path, shares)
+                write_atomic(path, jsonio.dumps(shares).encode())
     return sum(value for value in shares.values() if isinstance(value, int))

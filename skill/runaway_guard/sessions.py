@@ -59,7 +59,7 @@ def all_sessions(state_dir):
             if not name.endswith(".json"):
                 continue
             path = os.path.join(folder, name)
-            state = ledger.read_sealed(path)
+            state = ledger.read_json(path)
             if state and isinstance(state.get("session_id"), str):
                 state.setdefault("host", host)
                 found.append((path, state))

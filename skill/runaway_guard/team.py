@@ -557,7 +557,7 @@ def machine_totals(state_dir, month, day, now):
             if kind == "ledger" and base + ".json" in stats:
                 continue
             path = fs.join(root, host, name)
-            state = ledger.read_sealed(path) if kind == "json" else None
+            state = ledger.read_json(path) if kind == "json" else None
             spend = state.get("spend") if state else None
             if isinstance(spend, dict) and isinstance(spend.get("day"), dict):
                 days = spend["day"]

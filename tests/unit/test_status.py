@@ -521,14 +521,14 @@ def test_today_is_exact_while_the_day_file_lags(world):
     day_file = world.state_dir / "daily" / f"{time.strftime('%Y-%m-%d')}.json"
     for _ in range(3):
         session.call()
-    assert ledger.read_sealed(str(day_file)) == {"claude:c-lag": round(BIG_USD * 1e12)}
+    assert json.loads(day_file.read_text()) == {"claude:c-lag": round(BIG_USD * 1e12)}
     data = world.status_json("--today")
     assert [row["today_usd"] for row in data["sessions"]] == [pytest.approx(3 * BIG_USD)]
     assert data["daily_spend_usd"] == pytest.approx(3 * BIG_USD)
     assert world.status_json(cwd=proj)["daily_spend_usd"] == pytest.approx(3 * BIG_USD)
     # A daily cap needs the file exact: every change is written at once.
     session.call(RUNAWAY_GUARD_DAILY_USD="100")
-    assert ledger.read_sealed(str(day_file)) == {"claude:c-lag": round(4 * BIG_USD * 1e12)}
+    assert json.loads(day_file.read_text()) == {"claude:c-lag": round(4 * BIG_USD * 1e12)}
 
 
 # -- the person's controls from status.py

@@ -286,7 +286,7 @@ def test_refresh_puts_the_group_and_reads_the_others(guard_env, servers):
     assert cache["others_month"] == round(10.25 * PICO) and cache["others_day"] == round(0.5 * PICO)
     assert cache["error"] is None and cache["fetched_at"] == NOW
     assert team.read_cache(str(guard_env.state_dir)) == cache
-    state = ledger.read_sealed(str(guard_env.state_dir / "sessions" / "claude" / "c1.json"))
+    state = ledger.read_json(str(guard_env.state_dir / "sessions" / "claude" / "c1.json"))
     seen = team.figures(settings, state, cache, NOW + 1)
     assert seen["team"] == round(11.75 * PICO) and seen["person"] == round(2.0 * PICO)
     assert seen["known"] == {"team": True, "person": True}
