@@ -5,9 +5,11 @@ Expected values are written in USD per million tokens x tokens, i.e. picodollars
 """
 
 import json
+import marshal
 import math
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -921,14 +923,17 @@ def test_table_loads_lazily_and_once(monkeypatch):
     real_open = open
 
     def counting_open(path, *args, **kwargs):
-        if os.fspath(path).endswith("prices.json"):
+        if os.fspath(path).endswith(("prices.json", ".marshal")):
             opened.append(path)
         return real_open(path, *args, **kwargs)
 
     monkeypatch.setattr("builtins.open", counting_open)
+    assert opened == []
     claude_cost("claude-opus-4-5", {"input_tokens": 1})
+    assert 1 <= len(opened) <= 2  # its marshalled copy, or the JSON when the copy is stale
+    first = len(opened)
     codex_cost("gpt-5", {"input_tokens": 1})
-    assert len(opened) == 1
+    assert len(opened) == first
 
 
 @pytest.mark.parametrize("suffix", ["-2025-04-14", "-20250514"])
@@ -951,3 +956,23 @@ def test_a_dated_id_is_found_without_the_slow_path(suffix, monkeypatch):
     assert pricing._undated("gpt-4.1-2025-04-14") == "gpt-4.1"
     assert pricing._undated("us.anthropic.claude-opus-4-1-20250805") is None
     assert pricing._undated("gpt-4.1-2025-4-14") is None
+
+
+def test_the_table_is_read_from_its_marshalled_copy_until_the_json_changes(tmp_path):
+    table = tmp_path / "prices.json"
+    shutil.copy(pricing._price_file(), table)
+    data = pricing._read_table(str(table))
+    cache = tmp_path / "__pycache__" / f"prices.{sys.implementation.cache_tag}.marshal"
+    assert cache.exists() and data == json.loads(table.read_text())
+    stamp, copy = marshal.loads(cache.read_bytes())
+    cache.write_bytes(marshal.dumps((stamp, {**copy, "as_of": "from the copy"})))
+    assert pricing._read_table(str(table))["as_of"] == "from the copy"
+    table.write_text(json.dumps({**data, "as_of": "2099-01-01"}))  # an upgrade: a new table
+    assert pricing._read_table(str(table))["as_of"] == "2099-01-01"
+    cache.write_bytes(b"\x00garbage")
+    assert pricing._read_table(str(table))["as_of"] == "2099-01-01"
+    other = tmp_path / "read-only"
+    other.mkdir()
+    (other / "__pycache__").write_text("")  # no folder can be made there: the JSON every time
+    shutil.copy(table, other / "prices.json")
+    assert pricing._read_table(str(other / "prices.json"))["as_of"] == "2099-01-01"
