@@ -21,12 +21,9 @@ try:
         O_RDWR,
         O_TRUNC,
         O_WRONLY,
-        W_OK,
         _exit,
-        access,
         close,
         fstat,
-        ftruncate,
         getcwd,
         getpid,
         getppid,
@@ -37,7 +34,6 @@ try:
         lseek,
         mkdir,
         open,
-        pwrite,
         read,
         readlink,
         readv,
@@ -58,13 +54,10 @@ except ImportError:  # Windows: os itself (no advisory locks there: see ledger.L
         O_RDWR,
         O_TRUNC,
         O_WRONLY,
-        W_OK,
         _exit,
-        access,
         close,
         environ,
         fstat,
-        ftruncate,
         getcwd,
         getpid,
         getppid,
@@ -88,10 +81,6 @@ except ImportError:  # Windows: os itself (no advisory locks there: see ledger.L
     F_TLOCK = lockf = getuid = None
     O_NONBLOCK = 0
     sep = "\\"
-
-    def pwrite(fd, data, offset):
-        lseek(fd, offset, SEEK_SET)
-        return write(fd, data)
 
     def makedirs(path, mode=0o777):
         import os
