@@ -8,7 +8,7 @@ differs between hosts is in hosts/<name>.py.
 import sys
 import time
 
-from . import config, controls, fs, hosts, jsonio, ledger, log, wires
+from . import config, controls, fs, hosts, jsonio, ledger, wires
 from .calls import END, MODEL, PROMPT, RESULT, TOOL, fingerprint
 from .decisions import ASK, DENY, STOP, TELL, TWICE, fit
 
@@ -40,7 +40,7 @@ def main():
         try:
             answer = neutral(data, fs.environ)  # Cursor blocks a call left unanswered
             state_dir = config.load(None).state_dir
-            log.append(state_dir, "fail-open", f"{type(error).__name__}: {error}")
+            _log(state_dir, "fail-open", f"{type(error).__name__}: {error}")
         except BaseException:
             pass
     if answer:
@@ -55,6 +55,13 @@ def main():
         except BaseException:
             pass
     fs._exit(0)
+
+
+def _log(state_dir, kind, text):
+    """A line in hook.log; the log module is imported only when there is one to write."""
+    from . import log
+
+    log.append(state_dir, kind, text)
 
 
 def run(data, environ):
@@ -88,9 +95,9 @@ def finish():
     while _after:
         end_run, call, environ, state_dir = _after.pop()
         try:
-            end_run(call, environ, lambda text, into=state_dir: log.append(into, "stop", text))
+            end_run(call, environ, lambda text, into=state_dir: _log(into, "stop", text))
         except Exception as error:
-            log.append(state_dir, "fail-open", f"end_run: {type(error).__name__}: {error}")
+            _log(state_dir, "fail-open", f"end_run: {type(error).__name__}: {error}")
 
 
 def _first_stop(state):
@@ -128,7 +135,7 @@ def _decide(book, call, settings, host):
     if state.get("problems", []) != settings.problems:
         state["problems"] = settings.problems  # status.py shows them; fixed ones disappear
         for problem in settings.problems:
-            log.append(settings.state_dir, "config", problem)
+            _log(settings.state_dir, "config", problem)
     _new_prompt(state, call)
     known_id = call.tool_use_id
     if call.event == TOOL and known_id:
@@ -239,7 +246,7 @@ def _again(state, call, settings, host):
     seen = state["answers"][call.tool_use_id]
     if not state.get("twice"):
         state["twice"] = True
-        log.append(settings.state_dir, "twice", f"{call.host} {call.session_id}: {TWICE}")
+        _log(settings.state_dir, "twice", f"{call.host} {call.session_id}: {TWICE}")
         if not seen or seen["kind"] == TELL:
             return fit({"kind": TELL, "wire": "setup", "model": "", "person": TWICE}, host.RUNGS)
     return seen if isinstance(seen, dict) and seen["kind"] != TELL else None
@@ -312,7 +319,7 @@ def _team_wires(state, settings, tool, warned):
 
         return team.decisions(settings, state, tool, warned)
     except Exception as error:
-        log.append(settings.state_dir, "team", f"{type(error).__name__}: {error}")
+        _log(settings.state_dir, "team", f"{type(error).__name__}: {error}")
         return []
 
 
