@@ -21,6 +21,8 @@ host"):
 This module imports no host module: a call imports only its own host's.
 """
 
+from .. import bundle
+
 
 def hook_entry(*events, timeout=30, grouped=True):
     """INSTALL["entry"] of a host that lists command hooks per event in a JSON settings file
@@ -103,7 +105,7 @@ def detect(payload, environ):
 
 
 def load(name):
-    """The host's module, imported on first use (not importlib: it costs an import of its own)."""
+    """The host's module, imported on first use (from its bundle: bundle.py)."""
     if name not in NAMES:
         raise ValueError(f"unknown host {name!r}: one of {', '.join(NAMES)}")
-    return __import__(f"{__name__}.{name}", fromlist=["NAME"])
+    return bundle.load(f"{__name__}.{name}")
