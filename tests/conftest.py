@@ -1,9 +1,25 @@
 """pytest fixtures shared by the unit tests; the helpers themselves live in guard_env.py."""
 
+import json
+
 import pytest
 from guard_env import GuardEnv
+from runaway_guard import ledger
 
 
 @pytest.fixture
 def guard_env(tmp_path):
     return GuardEnv(tmp_path)
+
+
+@pytest.fixture(autouse=True)
+def states_hold_json_data(monkeypatch):
+    """Every state a test's calls save holds JSON's kinds of data only: it is written with
+    marshal, which would keep a tuple, a set or a number as a key where JSON would not."""
+    write = ledger.write_state
+
+    def checked(path, state):
+        assert json.loads(json.dumps(state)) == state, "a state holds more than JSON data"
+        write(path, state)
+
+    monkeypatch.setattr(ledger, "write_state", checked)

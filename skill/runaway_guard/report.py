@@ -263,7 +263,7 @@ def today_rows(state_dir, environ=os.environ, now=None):
             continue
         host, session_id = key.split(":", 1)
         _, base = ledger.session_paths(state_dir, host, session_id)
-        state = ledger.read_json(base + ".json") or {}
+        state = ledger.read_state(base + ledger.STATE) or {}
         spend = state.get("spend") if isinstance(state.get("spend"), dict) else {}
         raised = state.get("cap_usd")
         cap = raised if isinstance(raised, (int, float)) else None

@@ -56,10 +56,13 @@ def all_sessions(state_dir):
         except OSError:
             continue
         for name in names:
-            if not name.endswith(".json"):
-                continue
             path = os.path.join(folder, name)
-            state = ledger.read_json(path)
+            if name.endswith(ledger.STATE):
+                state = ledger.read_state(path)
+            elif name.endswith(".json") and name[: -len(".json")] + ledger.STATE not in names:
+                state = ledger.read_json(path)  # an earlier version's, until its next call
+            else:
+                continue
             if state and isinstance(state.get("session_id"), str):
                 state.setdefault("host", host)
                 found.append((path, state))

@@ -480,8 +480,10 @@ def _changed_since(state_dir, moment):
         except OSError:
             continue
         for entry in entries:
+            if not entry.name.endswith((ledger.STATE, ".ledger")):
+                continue
             try:
-                if entry.name.endswith((".json", ".ledger")) and entry.stat().st_mtime > moment:
+                if entry.stat().st_mtime > moment:
                     return True
             except OSError:
                 continue
@@ -551,19 +553,19 @@ def machine_totals(state_dir, month, day, now):
             except OSError:
                 continue
         for name, mtime in stats.items():
-            base, _, kind = name.rpartition(".")
-            if kind not in ("json", "ledger") or mtime < month_start - 86400:
+            base, dot, kind = name.rpartition(".")
+            if dot + kind not in (ledger.STATE, ".ledger") or mtime < month_start - 86400:
                 continue  # written before the month began: none of its spend is this month's
-            if kind == "ledger" and base + ".json" in stats:
+            if kind == "ledger" and base + ledger.STATE in stats:
                 continue
             path = fs.join(root, host, name)
-            state = ledger.read_json(path) if kind == "json" else None
+            state = ledger.read_state(path) if kind != "ledger" else None
             spend = state.get("spend") if state else None
             if isinstance(spend, dict) and isinstance(spend.get("day"), dict):
                 days = spend["day"]
                 session_id = state.get("session_id")
             else:
-                if kind == "json" and base + ".ledger" not in stats:
+                if kind != "ledger" and base + ".ledger" not in stats:
                     continue
                 days, session_id = _ledger_days(fs.join(root, host, base + ".ledger")), None
             pair = _month_day(days, month, day)

@@ -401,7 +401,7 @@ def test_fresh_install_runs_on_the_next_tool_call(tmp_path):
     with ScriptedModel({"anthropic": slow_all(steps)}) as model:
         run = claude.run(model)
     assert run.result["terminal_reason"] == "completed", run.result
-    state = claude.person.state_dir / "sessions" / "claude" / f"{run.session_id}.json"
+    state = claude.person.state_dir / "sessions" / "claude" / f"{run.session_id}.state"
     assert state.exists(), sorted(claude.person.state_dir.rglob("*"))
     status = claude.status(run.session_id)
     assert status["host"] == "claude" and status["session_id"] == run.session_id

@@ -384,7 +384,7 @@ def test_fresh_install_runs_on_the_next_tool_call(tmp_path):
         assert "/hooks" in codex.install_output  # the person is told to trust it
         assert not codex.person.state_dir.exists()
         run = codex.run()
-    state = codex.person.state_dir / "sessions" / "codex" / f"{run.thread_id}.json"
+    state = codex.person.state_dir / "sessions" / "codex" / f"{run.thread_id}.state"
     assert state.exists(), sorted(codex.person.state_dir.rglob("*"))
     status = codex.status(run.thread_id)
     assert status["host"] == "codex" and status["session_id"] == run.thread_id

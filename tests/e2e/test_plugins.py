@@ -20,6 +20,7 @@ from claude_host import claude_bin, claude_env
 from copilot_host import copilot_bin, copilot_env
 from gemini_host import gemini_bin
 from harness import ROOT, lines, slow_all
+from runaway_guard import ledger
 from scripted_model import ScriptedModel, bash, text, usage
 from test_claude_code import Claude
 from test_copilot_cli import Copilot, final, sh
@@ -144,8 +145,8 @@ def test_claude_code_plugin_guards_then_uninstall_leaves_no_hook(tmp_path):
     assert ran == ["x"] * 5, run
     assert denied_commands(run) == [LOOP] * 3
     assert run.result["terminal_reason"] == "hook_stopped", run.result
-    state = claude.person.state_dir / "sessions" / "claude" / f"{run.session_id}.json"
-    assert json.loads(state.read_text())["blocked"]["wire"] == "loop"
+    state = claude.person.state_dir / "sessions" / "claude" / f"{run.session_id}.state"
+    assert ledger.read_state(str(state))["blocked"]["wire"] == "loop"
     assert "twice" not in claude.person.hook_log()  # the plugin's hook ran once per call
 
     # the installer sees the plugin and adds no second hook
@@ -163,7 +164,7 @@ def test_claude_code_plugin_guards_then_uninstall_leaves_no_hook(tmp_path):
     run, ran = claude.loop(loop_steps())
     assert ran == ["x"] * 8, run
     assert run.result["terminal_reason"] == "completed", run.result
-    assert not (claude.person.state_dir / "sessions" / "claude" / f"{run.session_id}.json").exists()
+    assert not list((claude.person.state_dir / "sessions" / "claude").glob(f"{run.session_id}.*"))
 
 
 def test_claude_code_plugin_and_installer_hook_count_each_call_once(tmp_path):
@@ -220,8 +221,8 @@ def test_copilot_cli_plugin_guards_then_uninstall_leaves_no_hook(tmp_path):
     run, ran = copilot.loop(15)
     assert ran == ["x"] * 5, run.stdout[-3000:]
     assert run.aborted  # the guard ended the run
-    state = copilot.person.state_dir / "sessions" / "copilot" / f"{run.session_id}.json"
-    assert json.loads(state.read_text())["blocked"]["wire"] == "loop"
+    state = copilot.person.state_dir / "sessions" / "copilot" / f"{run.session_id}.state"
+    assert ledger.read_state(str(state))["blocked"]["wire"] == "loop"
     assert "twice" not in copilot.person.hook_log()
 
     said = copilot.person.install("copilot")
@@ -237,7 +238,7 @@ def test_copilot_cli_plugin_guards_then_uninstall_leaves_no_hook(tmp_path):
     run, ran = copilot.loop(8)
     assert ran == ["x"] * 8 and not run.aborted, run.stdout[-3000:]
     assert not (
-        copilot.person.state_dir / "sessions" / "copilot" / f"{run.session_id}.json"
+        copilot.person.state_dir / "sessions" / "copilot" / f"{run.session_id}.state"
     ).exists()
 
 
@@ -303,8 +304,8 @@ def test_gemini_cli_extension_guards_then_uninstall_leaves_no_hook(tmp_path):
         run, ran = gemini.loop(model)
     assert ran == ["x"] * 5, run.stdout[-3000:]
     assert "Invalid hook event name" not in run.stderr  # the file holds Gemini's events only
-    state = gemini.person.state_dir / "sessions" / "gemini" / f"{run.session_id}.json"
-    assert json.loads(state.read_text())["blocked"]["wire"] == "loop"
+    state = gemini.person.state_dir / "sessions" / "gemini" / f"{run.session_id}.state"
+    assert ledger.read_state(str(state))["blocked"]["wire"] == "loop"
     assert "twice" not in gemini.person.hook_log()
     guard = gemini.extension / "skill" / "guard.py"
     assert guard.is_file()  # Gemini CLI ran its own copy: ${extensionPath} is that folder
@@ -318,7 +319,7 @@ def test_gemini_cli_extension_guards_then_uninstall_leaves_no_hook(tmp_path):
     with ScriptedModel(gemini_loop(8)) as model:
         run, ran = gemini.loop(model)
     assert ran == ["x"] * 8, run.stdout[-3000:]
-    assert not (gemini.person.state_dir / "sessions" / "gemini" / f"{run.session_id}.json").exists()
+    assert not list((gemini.person.state_dir / "sessions" / "gemini").glob(f"{run.session_id}.*"))
 
 
 def test_gemini_cli_extension_and_installer_hook_count_each_call_once(tmp_path):

@@ -235,7 +235,7 @@ def test_team_total_is_the_sum_of_every_machines_ledger(servers, tmp_path):
             assert machine.status("--team-sync").returncode == 0
         machine.run_all()
     (laptop_a.state_dir / "team" / "cache.json").unlink()
-    next((laptop_a.state_dir / "sessions" / "claude").glob("*.json")).unlink()
+    next((laptop_a.state_dir / "sessions" / "claude").glob("*.state")).unlink()
     assert laptop_a.status("--team-sync").returncode == 0
     time.sleep(3 * SCRAPE)
     assert abs(servers.value(team_sum) - team_usd) <= 1e-6

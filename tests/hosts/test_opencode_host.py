@@ -3,6 +3,7 @@ on the sessions recorded from OpenCode 1.18.33 (tests/fixtures/opencode/)."""
 
 import itertools
 import json
+import os
 import sqlite3
 
 import pytest
@@ -36,7 +37,7 @@ def fixture(name, tmp_path):
 
 def state_of(guard_env, session_id):
     _, base = ledger.session_paths(str(guard_env.state_dir), "opencode", session_id)
-    return json.loads(open(base + ".json").read())
+    return ledger.read_state(base + ledger.STATE)
 
 
 def replay(guard_env, payloads, **env):
@@ -310,7 +311,8 @@ def test_a_state_an_earlier_guard_followed_is_read_again_and_counted_once(tmp_pa
     _, base = ledger.session_paths(str(guard_env.state_dir), "opencode", "ses_root")
     state = state_of(guard_env, "ses_root")
     state["files"][str(db)] = {"agent": "main", "since": 39_000}  # as the earlier guard left it
-    with open(base + ".json", "w") as handle:
+    os.remove(base + ledger.STATE)
+    with open(base + ".json", "w") as handle:  # in the JSON file the earlier guard wrote
         json.dump(state, handle)
     put_message(db, "ses_root", *step("m40", "mock", "x", 0.001, 10, 1), 40_000)
     guard_env.run(model_call(db))

@@ -71,7 +71,7 @@ def test_other_calls_go_through_the_wires(command):
 
 
 def test_edits_of_the_guards_files_loosen():
-    edit = {"file_path": f"{STATE_DIR}/sessions/claude/s1.json", "old_string": "a"}
+    edit = {"file_path": f"{STATE_DIR}/sessions/claude/s1.state", "old_string": "a"}
     assert classify(tool="Edit", tool_input=edit) == controls.LOOSEN
     assert classify(tool="Write", tool_input={"file_path": CONFIG}) == controls.LOOSEN
     assert classify(tool="Edit", tool_input={"file_path": "/repo/app.py"}) is None

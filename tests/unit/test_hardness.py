@@ -11,6 +11,7 @@ import contextlib
 import copy
 import errno
 import json
+import marshal
 import os
 import shutil
 import socket
@@ -636,14 +637,14 @@ def test_32_parallel_calls_on_one_session(tmp_path):
 
     def watch():
         while not stop.is_set():
-            for path in (state / "sessions" / "claude").glob("*.json"):
+            for path in (state / "sessions" / "claude").glob("*.state"):
                 try:
                     data = path.read_bytes()
                 except FileNotFoundError:
                     continue
                 try:
-                    json.loads(data)
-                except ValueError:
+                    marshal.loads(data)
+                except (ValueError, EOFError):
                     torn.append(data[:100])
 
     watcher = threading.Thread(target=watch)
@@ -780,7 +781,7 @@ def test_codex_rewrites_through_the_hook_command(tmp_path, name):
 
 
 def corrupt_states(state_file):
-    state = json.loads(state_file.read_text())
+    state = marshal.loads(state_file.read_bytes())
     old = dict(state, v=0)
     old.pop("recent")
     wrong_types = dict(state, files=[], agents={"main": "x"})
@@ -788,10 +789,11 @@ def corrupt_states(state_file):
         b"",
         b"\x00\xff garbage",
         state_file.read_bytes()[:-20],  # torn
-        json.dumps(old).encode(),  # an older version
-        json.dumps(wrong_types).encode(),
-        json.dumps(dict(state, spend={"total": "12"})).encode(),
-        b"[]",
+        marshal.dumps(old),  # an older version
+        marshal.dumps(wrong_types),
+        marshal.dumps(dict(state, spend={"total": "12"})),
+        marshal.dumps([]),
+        json.dumps(state).encode(),  # JSON where marshal is expected
     ]
 
 
@@ -822,7 +824,8 @@ def test_corrupt_or_old_state_rebuilt_through_the_hook_command(tmp_path, host):
     environ = environment(tmp_path)
     expected = full_read(tmp_path, host, session_id, call(0))
     run_process(call(1), environ)
-    state_file = next((Path(environ["RUNAWAY_GUARD_STATE_DIR"]) / "sessions" / host).glob("*.json"))
+    sessions = Path(environ["RUNAWAY_GUARD_STATE_DIR"]) / "sessions" / host
+    state_file = next(sessions.glob("*.state"))
     for n, damage in enumerate(corrupt_states(state_file)):
         state_file.write_bytes(damage)
         run_process(call(10 + n), environ)
@@ -969,13 +972,13 @@ def test_no_home(tmp_path):
     # no HOME, the state dir set: works normally
     environ = dict(base, RUNAWAY_GUARD_STATE_DIR=str(tmp_path / "state"))
     run_process(claude_payload(tmp_path), environ)
-    assert list((tmp_path / "state" / "sessions" / "claude").glob("*.json"))
+    assert list((tmp_path / "state" / "sessions" / "claude").glob("*.state"))
     # HOME empty, XDG dirs set
     environ = dict(
         base, HOME="", XDG_STATE_HOME=str(tmp_path / "xdg"), XDG_CONFIG_HOME=str(tmp_path / "xdgc")
     )
     run_process(claude_payload(tmp_path), environ)
-    assert list((tmp_path / "xdg" / "runaway-guard").glob("sessions/claude/*.json"))
+    assert list((tmp_path / "xdg" / "runaway-guard").glob("sessions/claude/*.state"))
     # HOME that is a file: no state dir can exist, the guard fails open silently
     home_file = tmp_path / "homefile"
     home_file.write_text("")

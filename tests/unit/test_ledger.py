@@ -2,6 +2,7 @@
 
 import contextlib
 import json
+import marshal
 import os
 import shutil
 import subprocess
@@ -199,14 +200,47 @@ def test_replaced_file_and_deleted_subagent_keep_what_was_counted(tmp_path):
     assert sync_once(tmp_path / "state", "claude", call) == before
 
 
-@pytest.mark.parametrize("damage", [b"{not json", b"[]", b'{"v": 1}', b'{"v": 999, "files": {}}'])
+@pytest.mark.parametrize(
+    "damage",
+    [b"{not marshal", marshal.dumps([]), marshal.dumps({"v": 1}), marshal.dumps({"v": 999})],
+)
 def test_corrupt_state_is_rebuilt_from_the_ledger(tmp_path, damage):
     files = claude_session(tmp_path / "proj")
     call = FakeCall("claude", "s1", files[0])
     before = sync_once(tmp_path / "state", "claude", call)
-    state_file = next((tmp_path / "state" / "sessions" / "claude").glob("*.json"))
+    state_file = next((tmp_path / "state" / "sessions" / "claude").glob("*.state"))
     state_file.write_bytes(damage)
     assert sync_once(tmp_path / "state", "claude", call) == before
+
+
+def test_an_earlier_versions_json_state_is_read_once_and_replaced(tmp_path):
+    """Versions before `.state` wrote the state as `<id>.json`: an upgrade mid-session keeps its
+    cursors and the person's settings (a rebuild from the ledger would not keep a raised cap)."""
+    from runaway_guard import sessions
+
+    files = claude_session(tmp_path / "proj")
+    call = FakeCall("claude", "s1", files[0])
+    before = sync_once(tmp_path / "state", "claude", call)
+    folder = tmp_path / "state" / "sessions" / "claude"
+    state = ledger.read_state(str(folder / "s1.state"))
+    state["cap_usd"] = 7.5
+    (folder / "s1.json").write_text(json.dumps(state))
+    (folder / "s1.state").unlink()
+    (listed,) = sessions.all_sessions(str(tmp_path / "state"))  # status finds it meanwhile
+    assert listed[1]["cap_usd"] == 7.5
+    assert sync_once(tmp_path / "state", "claude", call) == before
+    assert not (folder / "s1.json").exists()
+    assert ledger.read_state(str(folder / "s1.state"))["cap_usd"] == 7.5
+
+
+def test_the_state_holds_json_data_only(tmp_path):
+    """The state is written with marshal but holds what JSON can (status --json shows parts of
+    it): no tuples, sets or non-string keys, which marshal would keep and JSON would not."""
+    files = claude_session(tmp_path / "proj")
+    sync_once(tmp_path / "state", "claude", FakeCall("claude", "s1", files[0]))
+    state = ledger.read_state(str(tmp_path / "state" / "sessions" / "claude" / "s1.state"))
+    assert state["spend"]["total"] > 0
+    assert json.loads(json.dumps(state)) == state
 
 
 def test_state_files_are_private(tmp_path):
@@ -216,8 +250,8 @@ def test_state_files_are_private(tmp_path):
     assert (tmp_path / "state").stat().st_mode & 0o777 == 0o700
     for path in folder.iterdir():
         assert path.stat().st_mode & 0o777 == 0o600, path
-    text = "".join(p.read_text() for p in folder.iterdir())
-    assert "out 1" not in text  # counts and hashes, no transcript text
+    data = b"".join(p.read_bytes() for p in folder.iterdir())
+    assert b"out 1" not in data  # counts and hashes, no transcript text
 
 
 def cost_state(total):
@@ -257,7 +291,7 @@ def test_state_stays_small_and_keeps_each_agents_last_response(tmp_path):
     before = sync_once(tmp_path / "state", "claude", call)["total"]
     after = sync_once(tmp_path / "state", "claude", call)["total"]
     assert after == before
-    state_file = next((tmp_path / "state" / "sessions" / "claude").glob("*.json"))
+    state_file = next((tmp_path / "state" / "sessions" / "claude").glob("*.state"))
     assert state_file.stat().st_size < 16 << 10
     # An hour after an agent last booked a response, its last one is done: not kept for it.
     with ledger.Ledger(str(tmp_path / "state"), "claude", "s1") as book:
@@ -300,14 +334,14 @@ def test_old_sessions_pruned_once_a_day(tmp_path):
     ledger.daily_spend(str(state_dir), "2026-10-01", "claude:o.1", 5)
     ledger.daily_spend(str(state_dir), "2026-11-30", "claude:r", 5)
     folder = state_dir / "sessions" / "claude"
-    (folder / "o.1.json.123.tmp").write_text("")  # left by a call killed mid-write
-    (folder / "o.json").write_text("{}")  # another session whose name is a prefix
+    (folder / "o.1.state.123.tmp").write_text("")  # left by a call killed mid-write
+    (folder / "o.json").write_text("{}")  # another session (an earlier version's state)
     now = (state_dir / ".pruned").stat().st_mtime + 2 * ledger.PRUNE_EVERY
     aged = now - ledger.PRUNE_AFTER - 60
     for path in [*folder.glob("o.1.*"), *(state_dir / "daily").glob("2026-10-01.*")]:
         os.utime(path, (aged, aged))
     assert ledger.prune_if_due(str(state_dir), now) == 1
-    kept = {"r.json", "r.ledger", "r.lock"}
+    kept = {"r.state", "r.ledger", "r.lock"}
     assert {p.name for p in folder.iterdir()} == kept | {"o.json"}
     day = {"2026-11-30.json", "2026-11-30.json.lock"}
     assert {p.name for p in (state_dir / "daily").iterdir()} == day

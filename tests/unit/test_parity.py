@@ -112,7 +112,7 @@ def test_compaction_reconciled_across_a_lost_state(tmp_path):
     state = tmp_path / "state"
     main.write_bytes(b"".join(lines[: cost_states[0] + 1]))
     sync_once(state, "claude", call)
-    next((state / "sessions" / "claude").glob("*.json")).write_text("{damaged")
+    next((state / "sessions" / "claude").glob("*.state")).write_text("{damaged")
     main.write_bytes(b"".join(lines))
     spend = sync_once(state, "claude", call)
     assert abs(spend["total"] / 1e12 - result["total_cost_usd"]) < 1e-6

@@ -62,7 +62,7 @@ class World(GuardEnv):
 
     def state(self, host, session):
         _, base = ledger.session_paths(str(self.state_dir), host, session)
-        return json.loads(Path(base + ".json").read_text())
+        return ledger.read_state(base + ledger.STATE)
 
     def next_id(self, prefix):
         self.count += 1
@@ -377,7 +377,7 @@ def test_every_json_field(world):
     assert data["off"] is False and data["off_by"] is None
     assert data["unpriced_models"] == ["claude-zeta-9"]
     assert data["config_problems"] == []
-    assert data["state_file"] == str(world.state_dir / "sessions" / "claude" / "s-json.json")
+    assert data["state_file"] == str(world.state_dir / "sessions" / "claude" / "s-json.state")
     assert data["started"] <= data["last_seen"] <= time.time()
     assert set(data["forecast"]) == {
         "basis",

@@ -243,8 +243,8 @@ def test_machine_totals_sum_every_session_of_both_hosts_from_the_ledger(guard_en
     book(state_dir, "claude", "c2", [("e", 0.125, DAY)])
     # A lost state: its ledger holds the spend (a later correction of a response wins).
     book(state_dir, "claude", "c3", [("f", 1.0, DAY), ("f", 3.0, DAY)])
-    (state_dir / "sessions" / "claude" / "c3.json").unlink()
-    (state_dir / "sessions" / "claude" / "c2.json").write_text("{damaged")
+    (state_dir / "sessions" / "claude" / "c3.state").unlink()
+    (state_dir / "sessions" / "claude" / "c2.state").write_text("{damaged")
     for path in (state_dir / "sessions").glob("*/*"):
         os.utime(path, (NOW - 60, NOW - 60))  # written a minute before NOW
     month_total, day_total, sessions = team.machine_totals(str(state_dir), MONTH, DAY, NOW)
@@ -257,7 +257,7 @@ def test_machine_totals_sum_every_session_of_both_hosts_from_the_ledger(guard_en
 
 def test_a_state_written_before_the_month_is_not_read(guard_env):
     book(guard_env.state_dir, "claude", "old", [("a", 5.0, DAY)])  # a day in its ledger, but
-    path = guard_env.state_dir / "sessions" / "claude" / "old.json"
+    path = guard_env.state_dir / "sessions" / "claude" / "old.state"
     os.utime(path, (NOW - 40 * 86400, NOW - 40 * 86400))  # last written long before the month
     assert team.machine_totals(str(guard_env.state_dir), MONTH, DAY, NOW)[0] == 0
 
@@ -286,7 +286,7 @@ def test_refresh_puts_the_group_and_reads_the_others(guard_env, servers):
     assert cache["others_month"] == round(10.25 * PICO) and cache["others_day"] == round(0.5 * PICO)
     assert cache["error"] is None and cache["fetched_at"] == NOW
     assert team.read_cache(str(guard_env.state_dir)) == cache
-    state = ledger.read_json(str(guard_env.state_dir / "sessions" / "claude" / "c1.json"))
+    state = ledger.read_state(str(guard_env.state_dir / "sessions" / "claude" / "c1.state"))
     seen = team.figures(settings, state, cache, NOW + 1)
     assert seen["team"] == round(11.75 * PICO) and seen["person"] == round(2.0 * PICO)
     assert seen["known"] == {"team": True, "person": True}
