@@ -5,9 +5,11 @@ import itertools
 import json
 import os
 import sqlite3
+import subprocess
+import sys
 
 import pytest
-from guard_env import ROOT
+from guard_env import ROOT, SKILL
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from runaway_guard import hosts, ledger
@@ -212,6 +214,27 @@ def model_call(db, session="ses_root", agent=None):
         "database": str(db),
         "cwd": "/p",
     }
+
+
+def test_a_call_reads_the_database_without_functools_or_collections(tmp_path, guard_env):
+    """_sqlite3 imports functools (and collections, 5 ms a call) for its statement cache only:
+    a call loads it without them (opencode._connect) and reads the same cost."""
+    db = make_db(tmp_path / "u.db")
+    put_message(db, "ses_root", *step("m1", "mock", "x", 0.25, 10, 1), 1000)
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "from runaway_guard import hook;"
+        "hook.run(sys.stdin.buffer.read(), {'RUNAWAY_GUARD_STATE_DIR': sys.argv[2], 'HOME': '/'});"
+        "print(sorted({'_sqlite3', 'sqlite3', 'functools', 'collections'} & set(sys.modules)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code, str(SKILL), str(guard_env.state_dir)],
+        input=json.dumps(model_call(db)).encode(),
+        capture_output=True,
+        check=True,
+    )
+    assert done.stdout.decode().strip() == "['_sqlite3']"
+    assert state_of(guard_env, "ses_root")["spend"]["total"] == round(0.25 * 10**12)
 
 
 def test_zero_cost_steps_are_priced_by_the_table_as_openai_or_claude(tmp_path, guard_env):

@@ -29,6 +29,7 @@ Tool calls are matched to their rows by the model's call id (`callID`); a provid
 ids within one session would confuse the two calls.
 """
 
+import sys
 import time
 
 from .. import fs, jsonio
@@ -129,12 +130,7 @@ def sync(book, call):
     path = call.transcript_path
     if not path or not call.session_id or not fs.isfile(path):
         return False
-    try:
-        # sqlite3.connect itself, without the package's date adapters: 1.7 ms less per call
-        from _sqlite3 import connect
-    except ImportError:
-        from sqlite3 import connect
-
+    connect = _connect()
     uri = "file:" + path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
     db = connect(uri + "?mode=ro", uri=True, timeout=5)
     try:
@@ -142,6 +138,27 @@ def sync(book, call):
     finally:
         db.close()
     return True
+
+
+def _connect():
+    """sqlite3.connect, from `_sqlite3` rather than the package (its date adapters cost a call
+    1.7 ms) and without `functools`: `_sqlite3` (3.11 and later) imports it only for its
+    statement cache's lru_cache, and with it collections and nine more modules, 5 ms a call
+    (bench/README.md). A call runs each statement once: a cache that keeps nothing will do."""
+    no_cache = type(sys)("functools")
+    no_cache.lru_cache = lambda maxsize=128, typed=False: lambda function: function
+    if "functools" not in sys.modules:
+        sys.modules["functools"] = no_cache  # only while _sqlite3 loads: nothing else sees it
+    try:
+        from _sqlite3 import connect
+    except ImportError:
+        connect = None
+    finally:
+        if sys.modules.get("functools") is no_cache:
+            del sys.modules["functools"]
+    if connect is None:
+        from sqlite3 import connect
+    return connect
 
 
 def queries(open_count):
