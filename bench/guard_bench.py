@@ -54,6 +54,7 @@ SUBAGENTS = 36
 # The late calls: the host writes the call LATE_S after its hook started (Claude Code flushes
 # every 100 ms); the guard must answer within LATE_MARGIN_S of that write.
 LATE_S, LATE_CALLS, LATE_MARGIN_S = 0.05, 10, 0.05
+STATE_SUFFIXES = (".state", ".json")  # a session's state file (.json before marshal)
 
 
 # -- sessions on disk, made once --------------------------------------------------------------
@@ -276,7 +277,7 @@ def measure(ctx, host, size_mb, subagents, full=True):
         late = [series.call(late=LATE_S)[0] for _ in range(min(LATE_CALLS, ctx.calls))]
         row["late"] = statistics.median(late)
     files = state_files(work)
-    row["state"] = sum(os.path.getsize(p) for p in files if p.endswith(".json"))
+    row["state"] = sum(os.path.getsize(p) for p in files if p.endswith(STATE_SUFFIXES))
     row["ledger"] = sum(os.path.getsize(p) for p in files if p.endswith(".ledger"))
     undo_appends(info)
     return row
@@ -293,10 +294,10 @@ def measure_prune(ctx, host, sessions=1000):
     folder = os.path.join(work, "state", "sessions", host)
     old = time.time() - 40 * 86400
     for number in range(sessions):
-        for suffix in (".json", ".ledger", ".lock"):
+        for suffix in (".state", ".ledger", ".lock"):
             path = os.path.join(folder, f"old-{number:05d}{suffix}")
             with open(path, "w") as handle:
-                handle.write("{}" if suffix == ".json" else "")
+                handle.write("")
             os.utime(path, (old, old))
     marker = os.path.join(work, "state", ".pruned")
     plain, pruning = [], None
@@ -558,7 +559,7 @@ def breakdown(ctx, hosts_to_run):
                 imports[parts[2]] = int(parts[0])
         undo_appends(info)
         files = state_files(work)
-        state = sum(os.path.getsize(p) for p in files if p.endswith(".json"))
+        state = sum(os.path.getsize(p) for p in files if p.endswith(STATE_SUFFIXES))
         print()
         print(f"{host}: floor `python -I -S -c pass` {fmt_time(statistics.median(floors))}")
         for phase in PHASE_ORDER:

@@ -22,3 +22,6 @@ def test_quick_bench_measures_every_host_with_a_generator(tmp_path):
     assert " ! " not in done.stdout, done.stdout  # no call failed or wrote to stderr
     rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and " MB + " in line]
     assert sorted(line.split("|")[1].strip() for line in rows) == sorted(session_files.GENERATORS)
+    for line in rows:  # every row measured the session's state file (a size in KB, not 0)
+        state = line.split("|")[9].strip()
+        assert state.endswith(" KB") and float(state.split()[0]) > 0, line
