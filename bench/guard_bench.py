@@ -5,6 +5,7 @@
     python3 bench/guard_bench.py --quick       # 10 MB sessions, 10 calls: a smoke run (~10 s)
     python3 bench/guard_bench.py --breakdown   # where a steady call's time goes, phase by phase
     python3 bench/guard_bench.py --skill DIR   # another copy of skill/ (figures before a change)
+    python3 bench/guard_bench.py --instructions  # also callgrind's count of one steady call
 
 Sessions come from bench/session_files.py (one generator per host, in the shapes each host
 writes) and are made once under bench/.data/ (gitignored), then reused. The guard runs as
@@ -227,6 +228,20 @@ class Series:
         return result
 
 
+def instructions(argv, data=b"", env=None):
+    """The instructions one run executes (callgrind): a figure the machine's load does not move,
+    to read beside the times."""
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+        input=data,
+        env=env,
+        capture_output=True,
+        check=False,
+    )
+    found = [line for line in done.stderr.decode().splitlines() if "Collected :" in line]
+    return int(found[-1].split(":")[-1]) if found else None
+
+
 def measure(ctx, host, size_mb, subagents, full=True):
     """One session: cold (twice, the best) and cat; then the steady calls, each right after the
     floor; with full, also the calls with a team configured and the late ones."""
@@ -276,6 +291,13 @@ def measure(ctx, host, size_mb, subagents, full=True):
         row["team_ratio"] = statistics.median(t / s for t, s in zip(teams, steadies))
         late = [series.call(late=LATE_S)[0] for _ in range(min(LATE_CALLS, ctx.calls))]
         row["late"] = statistics.median(late)
+    if full and ctx.instructions:
+        write, payload = series.generator.step(info, series.step)
+        series.step += 1
+        write()
+        floor = instructions([sys.executable, "-I", "-S", "-c", "pass"])
+        steady = instructions(series.guard, json.dumps(payload).encode(), env)
+        row["instructions"] = (steady, floor)
     files = state_files(work)
     row["state"] = sum(os.path.getsize(p) for p in files if p.endswith(STATE_SUFFIXES))
     row["ledger"] = sum(os.path.getsize(p) for p in files if p.endswith(".ledger"))
@@ -432,6 +454,16 @@ def report(ctx, rows, flats, prune, missing):
             f"  {row['host']} {row['size']} MB: {row['bytes'] / MB:.0f} MB in {row['files']} "
             f"files; ledger {row['ledger'] / 1024:.0f} KB"
         )
+    counted = [row for row in rows if all(row.get("instructions") or [None])]
+    if counted:
+        print()
+        print("instructions (callgrind): one steady call against `python -I -S -c pass`")
+        for row in counted:
+            steady, floor = row["instructions"]
+            print(
+                f"  {row['host']:<8} {row['size']} MB: {steady / 1e6:.1f}M against "
+                f"{floor / 1e6:.1f}M, {steady / floor:.2f}x"
+            )
     if flats:
         print()
         print("flat: the steady ratio as the session grows (36 subagents) and as its files do")
@@ -602,6 +634,9 @@ def main():
     parser.add_argument("--quick", action="store_true", help="10 MB only, 10 calls")
     parser.add_argument("--no-flat", action="store_true", help="skip the flatness runs")
     parser.add_argument("--breakdown", action="store_true", help="where the time goes")
+    parser.add_argument(
+        "--instructions", action="store_true", help="also count one steady call's instructions"
+    )
     parser.add_argument("--skill", default=os.path.join(ROOT, "skill"), help="skill folder")
     parser.add_argument("--guard", help="guard.py of the skill to measure (sets --skill)")
     parser.add_argument("--data", default=os.path.join(HERE, ".data"), help="sessions folder")
@@ -611,6 +646,7 @@ def main():
     ctx.guard = os.path.join(ctx.skill, "guard.py")
     ctx.data = os.path.abspath(args.data)
     ctx.calls = max(5, args.calls)
+    ctx.instructions = args.instructions and shutil.which("valgrind") is not None
     ctx.sizes = [int(size) for size in args.sizes.split(",") if size]
     flat = not args.no_flat
     if args.quick:
