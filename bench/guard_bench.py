@@ -495,6 +495,11 @@ PHASES = r"""
 import sys, time
 sys.path.insert(0, SKILL)
 T1 = time.perf_counter()
+try:  # as guard.py loads it, from its bundle (a tree before bundle.py: imported)
+    from runaway_guard.bundle import load
+    load("runaway_guard.hook")
+except ImportError:
+    pass
 from runaway_guard import config, fs, hook, hosts, ledger
 T2 = time.perf_counter()
 STATS = [0]
