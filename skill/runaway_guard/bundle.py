@@ -24,6 +24,10 @@ _BOOT = sys.modules.get("_frozen_importlib_external")
 _MAGIC = getattr(_BOOT, "MAGIC_NUMBER", None)  # None: no .pyc files to bundle (not CPython)
 _TAG = sys.implementation.cache_tag
 _CODE = type((lambda: None).__code__)
+# This package's modules this process loaded through load() (from a bundle or imported by it):
+# a bundle is written only where every module of the package loaded before is one of them, so
+# that it holds all the modules a call through guard.py needs, not what a test process lacked.
+_loaded_here = {PACKAGE, __name__}
 
 
 def load(name):
@@ -33,8 +37,16 @@ def load(name):
         return module
     path = bundle_path(name)
     if path is None or not _run(path):
-        _write(path, _import(name))
+        before = _package_modules()
+        specs = _import(name)
+        if before <= _loaded_here:
+            _write(path, specs)
+        _loaded_here.update(_package_modules() - before)
     return sys.modules[name]
+
+
+def _package_modules():
+    return {name for name in sys.modules if name.partition(".")[0] == PACKAGE}
 
 
 def bundle_path(name):
@@ -82,6 +94,7 @@ def _run(path):
         for module, _ in ready:
             sys.modules.pop(module.__name__, None)
         raise
+    _loaded_here.update(module.__name__ for module, _ in ready)
     return True
 
 

@@ -81,6 +81,18 @@ def test_each_host_has_its_own_bundle(skill, host):
     assert "runaway_guard.hosts.claude" not in second
 
 
+def test_a_process_that_imported_modules_itself_writes_no_bundle(skill):
+    """A bundle holds what a call through guard.py loads: a process that had imported one of
+    those modules plainly (a test, status) would leave it out, and writes none."""
+    code = PROBE.replace(
+        "from runaway_guard.bundle", "import runaway_guard.pricing\nfrom runaway_guard.bundle"
+    )
+    subprocess.run([sys.executable, "-I", "-S", "-c", code, str(skill), "claude"], check=True)
+    assert not bundles(skill)
+    probe(skill)
+    assert "runaway_guard.pricing" in from_bundle(probe(skill))
+
+
 def test_a_changed_source_is_imported_and_the_bundle_made_again(skill):
     probe(skill)
     wires = skill / "runaway_guard" / "wires.py"
@@ -169,7 +181,7 @@ def test_the_guard_answers_the_same_from_its_bundle(skill, tmp_path):
     assert answers[0] == answers[1] and b"runaway-guard" in answers[0]
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)
 @given(st.binary(max_size=300))
 def test_any_bytes_as_a_bundle_run_nothing(tmp_path_factory, data):
     path = tmp_path_factory.mktemp("bundle") / "x.bundle"
