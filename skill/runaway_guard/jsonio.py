@@ -138,6 +138,23 @@ def head_types(data, start, stop, inner=None):
     return kind, _leading(data, after, stop, b'"' + inner.encode() + b'":{"type":"')[0]
 
 
+def type_at(data, start, stop):
+    """Where the `"type":"` that head_types reads as the object's own type starts in
+    data[start:stop], or -1 where it reads none: a reader that knows how its host spells a
+    record's head compares the bytes there, in fewer steps than head_types takes."""
+    stop = min(stop, start + HEAD)
+    key = data.find(b'"type":"', start + 1, stop)
+    if (
+        key < 0
+        or not data.startswith(b"{", start)
+        or data[key - 1] == 0x5C  # a backslash before the quote: not a key
+        or data.find(b"{", start + 1, key) >= 0
+        or data.find(b"[", start + 1, key) >= 0
+    ):
+        return -1
+    return key
+
+
 def leading_string(data, start, stop, key):
     """The value of the string member spelled key (up to its value's opening quote, e.g.
     b'"data":{"id":"') in the head of the JSON object in data[start:stop], when no `{` or `[`

@@ -241,6 +241,7 @@ def _host_table(section, build, ceiling):
         "families": None,
         "ceilings": None,
         "zero": {name.lower() for name in section.get("zero_cost_models", [])},
+        "resolved": {},
     }
 
 
@@ -329,7 +330,17 @@ def _load():
 
 
 def _resolve(table, model, prefix_match):
-    """(rates, known): the model's own rates, else the ceiling of its family."""
+    """(rates, known): the model's own rates, else the ceiling of its family; remembered per id
+    (a session names a model or two, and reading one prices thousands of its responses)."""
+    if not isinstance(model, str):
+        return _find_rates(table, model, prefix_match)
+    found = table["resolved"].get(model)
+    if found is None:
+        found = table["resolved"][model] = _find_rates(table, model, prefix_match)
+    return found
+
+
+def _find_rates(table, model, prefix_match):
     key = table["lookup"].get(model) if isinstance(model, str) else None
     if key is None and isinstance(model, str):
         key = table["lookup"].get(_undated(model))

@@ -100,8 +100,26 @@ def test_head_types_agree_with_a_full_decode(record, ascii_only, spaced):
             assert record["payload"][key] == found
 
 
+@given(records, st.booleans(), st.booleans())
+def test_type_at_finds_the_type_head_types_reads(record, ascii_only, spaced):
+    separators = (", ", ": ") if spaced else (",", ":")
+    line = json.dumps(record, ensure_ascii=ascii_only, separators=separators).encode()
+    data = bytearray(b"junk\n" + line + b"\nmore")
+    key = jsonio.type_at(data, 5, 5 + len(line))
+    kind = jsonio.head_types(data, 5, 5 + len(line))[0]
+    if key < 0:
+        assert kind is None
+    else:
+        assert data.startswith(b'"type":"', key)
+        if kind is not None:
+            end = data.index(b'"', key + 8)
+            assert data[key + 8 : end].decode("ascii", "replace") == kind
+
+
 @given(st.binary(max_size=200), st.integers(0, 200), st.integers(0, 200))
 def test_head_types_of_any_bytes(data, start, stop):
+    key = jsonio.type_at(data, start, stop)
+    assert key == -1 or start < key < stop
     kind, inner = jsonio.head_types(data, start, stop, "payload")
     assert kind is None or isinstance(kind, str)
     assert inner is None or isinstance(inner, str)

@@ -5,7 +5,11 @@ import os
 
 from claude_records import assistant, usage
 from guard_env import jsonl
-from runaway_guard import fs, ledger
+from hypothesis import given
+from hypothesis import strategies as st
+from runaway_guard import fs, jsonio, ledger
+from runaway_guard.hosts import claude, codex
+from test_jsonio import record_values, tricky_text
 from test_ledger import CODEX_EXPECTED, FakeCall, codex_session, sync_once
 
 OPUS_ROW = (3 * 5 + 10 * 25) * 10**6  # usage() priced at claude-opus-4-8, in picodollars
@@ -182,3 +186,74 @@ def test_subagent_folders_listed_again_only_when_they_change(tmp_path, monkeypat
     spend = sync_once(tmp_path / "state", "claude", call)
     assert set(spend["agent"]) == {"main", "a1", "a2", "a3", "a4"}
     assert spend["agent"]["a4"] == OPUS_ROW
+
+
+# Heads as the hosts write them, and near misses: the types they name, tricky text in their place
+# and before them, other members first, the type under another key, escapes, spaces.
+kinds = st.sampled_from(
+    ["response_item", "event_msg", "session_meta", "user", "assistant", "system", "attachment"]
+)
+inner_kinds = st.sampled_from(
+    [
+        "reasoning",
+        "function_call_output",
+        "custom_tool_call_output",
+        "token_count",
+        "item_completed",
+        "thread_settings_applied",
+        "message",
+    ]
+)
+heads = st.lists(
+    st.tuples(
+        st.sampled_from(["timestamp", "ordinal", "parentUuid", "ty\\pe", "x"]), record_values
+    ),
+    max_size=3,
+)
+
+
+@st.composite
+def host_lines(draw):
+    record = dict(draw(heads))
+    record[draw(st.sampled_from(["type", "type", "Type"]))] = draw(kinds | tricky_text)
+    payload = {"type": draw(inner_kinds | tricky_text)}
+    payload.update(draw(st.dictionaries(st.sampled_from(["a", "type"]), record_values, max_size=2)))
+    record[draw(st.sampled_from(["payload", "payload", "message"]))] = payload
+    record["rest"] = "x" * draw(st.integers(900, 1200))
+    separators = draw(st.sampled_from([(",", ":"), (", ", ": ")]))
+    return json.dumps(record, separators=separators, ensure_ascii=draw(st.booleans())).encode()
+
+
+class Waiting:
+    def __init__(self, expecting):
+        self.expecting = lambda: expecting
+
+
+def head_types_decision(host, data, start, end, expecting):
+    """What the readers decided from jsonio.head_types alone, before reading heads by shape."""
+    if end - start <= 1024:
+        return False
+    if host == "codex":
+        kind, inner = jsonio.head_types(data, start, end, "payload")
+        if kind == "response_item":
+            return not expecting or (inner is not None and inner not in codex._OUTPUTS)
+        return kind == "event_msg" and inner is not None and inner not in codex._EVENTS
+    kind = jsonio.head_types(data, start, end)[0]
+    return kind is not None and (
+        kind not in claude._COUNTED
+        or (kind == "user" and not expecting)
+        or (kind == "system" and data.find(b'"compact_boundary"', start, end) < 0)
+    )
+
+
+@given(host_lines(), st.booleans())
+def test_heads_read_by_shape_pass_over_what_head_types_would(line, expecting):
+    data = bytearray(b"junk\n" + line + b"\nmore")
+    end = 5 + len(line)
+    readers = {
+        "codex": codex._Reader(Waiting(expecting), {"agent": "main"}, "root"),
+        "claude": claude._Reader(Waiting(expecting), {"agent": "main", "ver": "2.1.328"}),
+    }
+    for host, reader in readers.items():
+        passed = reader._passed_over(data, 5, end)
+        assert passed == head_types_decision(host, data, 5, end, expecting), host

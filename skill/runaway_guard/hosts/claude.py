@@ -12,7 +12,7 @@ import time
 from .. import fs, jsonio, pricing
 from ..calls import Call, fingerprint, tool_name
 from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP, TELL
-from ..jsonio import head_types
+from ..jsonio import HEAD, head_types, type_at
 from . import hook_entry
 from ._files import LONG, each_line, first_line, local_day, number, read_all
 
@@ -283,6 +283,11 @@ class _Reader:
     def _passed_over(self, data, start, end):
         if end - start <= LONG or "ver" not in self.entry:
             return False
+        key = type_at(data, start, end)
+        if key < 0:
+            return False  # no type in the head (a response's row, an attachment)
+        if data.startswith(b'"type":"user"', key, min(end, start + HEAD)):
+            return not self.ledger.expecting()  # a tool result, most of a session's bytes
         kind = head_types(data, start, end)[0]
         return kind is not None and (
             kind not in _COUNTED
@@ -292,15 +297,18 @@ class _Reader:
 
     def line(self, raw):
         # Most lines are tool results nobody waits for, progress, attachments, snapshots, and
-        # each byte test scans the whole line: the tests that need no scan come first.
+        # each byte test scans the whole line: the tests that need no scan come first. A
+        # response's usage ends its row: looked for from the end.
         wanted = (
-            b'"usage"' in raw
+            raw.rfind(b'"usage"') >= 0
             or (
-                self.ledger.expecting() and b'"tool_result"' in raw and self.ledger.waiting_for(raw)
+                self.ledger.expecting()
+                and raw.find(b'"tool_result"') >= 0
+                and self.ledger.waiting_for(raw)
             )
-            or b'"compact_boundary"' in raw
-            or b'"cost-state"' in raw
-            or ("ver" not in self.entry and b'"version"' in raw)
+            or raw.find(b'"compact_boundary"') >= 0
+            or raw.find(b'"cost-state"') >= 0
+            or ("ver" not in self.entry and raw.find(b'"version"') >= 0)
         )
         if not wanted:
             return

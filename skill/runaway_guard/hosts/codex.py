@@ -17,7 +17,7 @@ import time
 from .. import fs, jsonio, pricing
 from ..calls import Call, fingerprint, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
-from ..jsonio import head_types
+from ..jsonio import HEAD, head_types, type_at
 from . import hook_entry
 from ._files import LONG, each_line, first_line, local_day, number, read_all
 
@@ -379,6 +379,35 @@ def _structured_outcome(text):
 
 _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 _EVENTS = frozenset({"token_count", "thread_settings_applied"})  # the events read
+# (tuples: a slice of the read buffer is a bytearray, which no set can hold)
+_EVENT_NAMES = tuple(name.encode() for name in _EVENTS)
+_OUTPUT_NAMES = tuple(name.encode() for name in _OUTPUTS)
+# A record's type and its payload's as Codex writes them, one right after the other.
+_ITEM = b'"type":"response_item","payload":{"type":"'
+_EVENT = b'"type":"event_msg","payload":{"type":"'
+
+
+def _passed_by_shape(data, start, end, expecting):
+    """Whether a line is passed over, read from a head shaped as Codex writes it (the payload's
+    type right after the record's); None for any other head, which head_types reads. Decides as
+    head_types(data, start, end, "payload") would lead to, in fewer steps."""
+    key = type_at(data, start, end)
+    if key < 0:
+        return False  # head_types reads no type either
+    stop = min(end, start + HEAD)
+    if data.startswith(_ITEM, key, stop):
+        if not expecting:
+            return True
+        begin, names = key + len(_ITEM), _OUTPUT_NAMES
+    elif data.startswith(_EVENT, key, stop):
+        begin, names = key + len(_EVENT), _EVENT_NAMES
+    else:
+        return None
+    close = data.find(b'"', begin, stop)
+    if close < 0:
+        return None
+    inner = data[begin:close]
+    return None if 0x5C in inner else inner not in names
 
 
 class _Reader:
@@ -399,25 +428,30 @@ class _Reader:
     def _passed_over(self, data, start, end):
         if end - start <= LONG:
             return False
+        passed = _passed_by_shape(data, start, end, self.ledger.expecting())
+        if passed is not None:
+            return passed
         kind, inner = head_types(data, start, end, "payload")
         if kind == "response_item":
             return not self.ledger.expecting() or (inner is not None and inner not in _OUTPUTS)
         return kind == "event_msg" and inner is not None and inner not in _EVENTS
 
     def line(self, raw):
-        if b'"token_usage_record"' in raw:
+        # find, not `in`: a bytes operand of `in` is tried as an int first, an exception a test
+        find = raw.find
+        if find(b'"token_usage_record"') >= 0:
             handler = self._usage_record
-        elif b'"token_count"' in raw:
+        elif find(b'"token_count"') >= 0:
             if self.entry.get("records"):
                 return
             handler = self._token_count
-        elif b'"turn_context"' in raw or b'"thread_settings_applied"' in raw:
+        elif find(b'"turn_context"') >= 0 or find(b'"thread_settings_applied"') >= 0:
             handler = self._settings
-        elif b'"session_meta"' in raw:
+        elif find(b'"session_meta"') >= 0:
             if "thread" in self.entry:
                 return  # a fork's copy of its parent's meta
             handler = self._meta
-        elif self.ledger.expecting() and b"_output" in raw and self.ledger.waiting_for(raw):
+        elif self.ledger.expecting() and find(b"_output") >= 0 and self.ledger.waiting_for(raw):
             handler = self._output
         else:
             return

@@ -21,8 +21,9 @@ Seen on 0.24.4 (tests/fixtures/qwen/README.md):
 from .. import fs, jsonio, pricing
 from ..calls import MODEL, RESULT, Call, fingerprint, tool_name
 from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP
+from ..jsonio import head_types
 from . import hook_entry
-from ._files import local_day, number, read_all
+from ._files import LONG, each_line, local_day, number, read_all
 
 NAME = "qwen"
 LABEL = "Qwen Code"
@@ -119,7 +120,7 @@ def sync(book, call):
     for path, agent in _subagent_files(fs.join(project_dir, "subagents", call.session_id)):
         followed.setdefault(path, {"agent": agent})
     followed.setdefault(call.transcript_path, {"agent": "main"})
-    read_all(book, call.transcript_path, lambda entry: _Reader(book, entry).line)
+    read_all(book, call.transcript_path, lambda entry: _Reader(book, entry))
     return True
 
 
@@ -191,13 +192,34 @@ class _Reader:
     def __init__(self, book, entry):
         self.ledger = book
         self.entry = entry
+        # The main file records every response, the subagents' included: a subagent's file
+        # only tells the outcomes of calls still waited for.
+        self.main = entry["agent"] == "main"
+
+    def __call__(self, raw):
+        self.line(raw)
+
+    def lines(self, data, start, stop):
+        """Each whole line of data[start:stop], as line() would take it, but a long line whose
+        head names a record that cannot matter (tool results while no call waits, the model's
+        own turns) is passed over unread, and a subagent's file while no call waits at all."""
+        if self.main or self.ledger.expecting():
+            each_line(data, start, stop, self.line, self._passed_over)
+
+    def _passed_over(self, data, start, end):
+        if end - start <= LONG:
+            return False
+        kind = head_types(data, start, end)[0]
+        if kind == "tool_result":
+            return not self.ledger.expecting()
+        return kind is not None and kind != "system"
 
     def line(self, raw):
         if b'"qwen-code.api_response"' in raw:
-            if self.entry["agent"] != "main":
-                return  # the main file records every response, the subagents' included
+            if not self.main:
+                return
             handler = self._response
-        elif b'"tool_result"' in raw and self.ledger.expecting() and self.ledger.waiting_for(raw):
+        elif self.ledger.expecting() and b'"tool_result"' in raw and self.ledger.waiting_for(raw):
             handler = self._result
         else:
             return
@@ -209,6 +231,8 @@ class _Reader:
             handler(record)
 
     def _response(self, record):
+        if record.get("type") != "system":
+            return  # telemetry is written as system records (ui_telemetry)
         payload = record.get("systemPayload")
         event = payload.get("uiEvent") if isinstance(payload, dict) else None
         if not isinstance(event, dict) or event.get("event.name") != "qwen-code.api_response":
