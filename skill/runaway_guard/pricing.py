@@ -556,23 +556,33 @@ def codex_cost(model: str, usage: dict, service_tier=None) -> tuple:
     Codex counts cached and cache-written tokens inside ``input_tokens`` and reasoning inside
     ``output_tokens``, so only the uncached remainder is billed at the input rate.
     """
-    tables = _load()
-    rates, known = _resolve(tables["openai"], model, prefix_match=False)
     usage = _dict(usage)
     inp = _count(usage.get("input_tokens"))
     cached = min(_count(usage.get("cached_input_tokens")), inp)
     written = min(_count(usage.get("cache_write_input_tokens")), inp - cached)
     out = _count(usage.get("output_tokens"))
+    return codex_pricer(model, service_tier)(inp, cached, written, out)
 
+
+def codex_pricer(model: str, service_tier=None):
+    """price(input, cached, written, output) -> (picodollars, known): codex_cost of one model
+    and tier for counts already read (cached and written within input). A reader pricing
+    thousands of responses looks the model up once."""
+    tables = _load()
+    rates, known = _resolve(tables["openai"], model, prefix_match=False)
     priority = isinstance(service_tier, str) and service_tier.lower() in tables["priority_tiers"]
-    long = rates["long"] is not None and inp > rates["long"][0]
+    standard = rates["priority"] if priority else rates["std"]
+    above, longer = rates["long"] or (None, None)
     if priority:
-        table = rates["priority_long"] if long else rates["priority"]
-    else:
-        table = rates["long"][1] if long else rates["std"]
-    p_in, p_cached, p_out, p_write = table
-    picodollars = (inp - cached - written) * p_in + cached * p_cached + written * p_write
-    return picodollars + out * p_out, known
+        longer = rates["priority_long"]
+
+    def price(inp, cached, written, out):
+        long = above is not None and inp > above
+        p_in, p_cached, p_out, p_write = longer if long else standard
+        picodollars = (inp - cached - written) * p_in + cached * p_cached + written * p_write
+        return picodollars + out * p_out, known
+
+    return price
 
 
 # ---------------------------------------------------------------------------------------------

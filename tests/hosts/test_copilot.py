@@ -9,14 +9,16 @@ to the `hook.start` that lists the call), as both installs would have seen it.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 from guard_env import ROOT, GuardEnv
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from runaway_guard import hook as guard_hook
 from runaway_guard import hosts, ledger, sessions
@@ -464,6 +466,135 @@ def test_any_payload_gives_a_call_or_nothing(payload):
     for extra in ({}, {"toolName": "bash", "toolArgs": payload}, {"hook_event_name": "PreToolUse"}):
         found = copilot.call(dict(payload, **extra), {})
         assert found is None or found.host == "copilot"
+
+
+# ---------------------------------------------------------------------------------------------
+# a long read judges lines by their heads and holds hook.starts back: it must end exactly where
+# reading every line whole does (pending calls in their order, spend, outcomes, the prompt)
+
+_IDS = ["c1", "c2", "c3", "ç4", 'q"5', "s\\6"]
+_call_id = st.sampled_from(_IDS)
+_text = st.sampled_from(_IDS) | st.text(alphabet='ab{}[]"\\:,', max_size=5)
+_args = st.dictionaries(st.sampled_from(["command", "id"]), _text | _json, max_size=2)
+
+
+@st.composite
+def _events(draw):
+    """Events as Copilot writes them (and some it does not): most often a preToolUse's
+    hook.start with its event id last, then the completion of one of its calls."""
+    kind = draw(st.sampled_from(["call", "call", "hook.start", "complete", "usage", "other"]))
+    members = {}
+    for name in draw(st.lists(st.sampled_from(["id", "id", "timestamp", "x"]), max_size=2)):
+        members[name] = draw(_call_id | _text)
+    if kind in ("call", "hook.start"):
+        calls = draw(st.lists(st.fixed_dictionaries({"id": _call_id, "args": _args}), max_size=3))
+        data = {"hookType": draw(st.sampled_from(["preToolUse", "preToolUse", "postToolUse"]))}
+        data["input"] = {"toolCalls": calls}
+        if draw(st.booleans()):
+            data["parentToolCallId"] = "c3"
+        events = [{"type": "hook.start", "data": data, **members}]
+        if kind == "call":
+            ended = draw(st.sampled_from([c["id"] for c in calls]) if calls else _call_id)
+            events.append(_ended(draw, ended))
+        return events
+    if kind == "complete":
+        return [dict(_ended(draw, draw(_call_id)), **members)]
+    if kind == "usage":
+        usage = {"model": "gpt-4.1", "apiCallId": draw(st.sampled_from(["a1", "a2", "a3"]))}
+        usage.update(inputTokens=draw(st.integers(0, 10**6)), isByok=True)
+        usage.update(outputTokens=draw(st.integers(0, 10**4)), cacheReadTokens=100)
+        return [{"type": "session.usage_record", "data": {"usage": usage}, **members}]
+    kind = draw(st.sampled_from(["user.message", "hook.end", "data first", "data first"]))
+    if kind == "data first":  # not Copilot's order: read whole
+        data = {"toolCallId": draw(_call_id), "hookType": "preToolUse", "input": {}}
+        kind = draw(st.sampled_from(["hook.start", "tool.execution_complete"]))
+        return [{"data": data, "type": kind}]
+    return [{"type": kind, "data": {"interactionId": draw(_call_id)}}]
+
+
+def _ended(draw, call_id):
+    data = {"toolCallId": call_id, "success": draw(st.booleans())}
+    data["result"] = {"content": draw(_text)}
+    if draw(st.booleans()):
+        data["shellExecution"] = {"exitCode": draw(st.integers(0, 2))}
+    if draw(st.booleans()):
+        data["error"] = {"code": draw(st.sampled_from(["denied", "rejected", "x"]))}
+    return {"type": "tool.execution_complete", "data": data}
+
+
+def _read(events, pending, expecting, whole, cuts=()):
+    """pending, spend, agents and prompt after reading the events: each line whole (line()), or
+    as tail.read_new hands them, in runs of lines cut at the given lines (lines())."""
+    root = Path(tempfile.mkdtemp())
+    try:
+        with ledger.Ledger(str(root), "copilot", "s") as book:
+            mine = {"pending": {call_id: ["main", "h0", []] for call_id in pending}, "misses": 0}
+            entry = {"agent": "main"}
+            reader = copilot._Reader(book, entry, mine)
+            if expecting:
+                book.call("main", "c1", "h1")
+            if whole:
+                for line in events:
+                    reader.line(line)
+            else:
+                edges = sorted({0, len(events), *(cut % (len(events) + 1) for cut in cuts)})
+                for start, stop in zip(edges, edges[1:]):
+                    data = bytearray(b"".join(line + b"\n" for line in events[start:stop]))
+                    reader.lines(data, 0, len(data))
+            reader.flush()
+            state = book.state
+            return list(mine["pending"].items()), state["spend"], state["agents"], entry
+    finally:
+        shutil.rmtree(root)
+
+
+_CALL = {"hookType": "preToolUse", "input": {"toolCalls": [{"id": "c1", "args": {}}]}}
+_HOOK_START = {"type": "hook.start", "data": _CALL}
+_ENDED = {"type": "tool.execution_complete", "data": {"toolCallId": "c1", "success": True}}
+_ENDED_DATA_FIRST = {"data": _ENDED["data"], "type": _ENDED["type"]}
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# the call added to full pending calls pushes the oldest out even though it ends at once
+@example(events=[[_HOOK_START, _ENDED]], spaced=False, pending=128, expecting=False, cuts=[])
+# a completion read whole comes after the hook.start held back
+@example(
+    events=[[_HOOK_START], [_ENDED_DATA_FIRST]], spaced=False, pending=0, expecting=False, cuts=[]
+)
+@given(
+    events=st.lists(_events(), max_size=8),
+    spaced=st.booleans(),
+    pending=st.sampled_from([0, 1, copilot.PENDING_KEEP - 1, copilot.PENDING_KEEP]),
+    expecting=st.booleans(),
+    cuts=st.lists(st.integers(0, 20), max_size=3),
+)
+def test_reading_by_heads_ends_where_reading_every_line_does(
+    events, spaced, pending, expecting, cuts
+):
+    separators = (", ", ": ") if spaced else (",", ":")
+    records = [record for group in events for record in group]
+    lines = [json.dumps(r, separators=separators, ensure_ascii=spaced).encode() for r in records]
+    before = [f"old{n}" for n in range(pending)]
+    whole = _read(lines, before, expecting, whole=True)
+    assert _read(lines, before, expecting, whole=False, cuts=cuts) == whole
+
+
+def test_a_hook_start_is_dropped_only_when_its_one_call_ends():
+    """The cases the byte test decides: the event's own id after the call, an "id" in the
+    arguments, an escape, a second call, a `}` after the event's id."""
+    own = b'{"type":"hook.start","data":{"input":{"toolCalls":[{"id":"c1","args":{}}]}},'
+    assert copilot._lists_only(own + b'"id":"e1","timestamp":"t","x":[1]}', b"c1")
+    assert copilot._lists_only(own[:-1] + b"}", b"c1")
+    assert not copilot._lists_only(own + b'"id":"e1","timestamp":"t"}', b"c2")
+    assert not copilot._lists_only(own + b'"id":"e1","x":"}"}', b"c1")
+    assert not copilot._lists_only(own + b'"id":"e1","x":"a\\"b"}', b"c1")
+    two = b'{"type":"hook.start","data":{"input":{"toolCalls":[{"id":"c1"},{"id":"c2"}]}}'
+    assert not copilot._lists_only(two + b"}", b"c1") and not copilot._lists_only(two + b"}", b"c2")
+    assert not copilot._lists_only(two + b',"id":"e1"}', b"c1")
+    args = b'{"type":"hook.start","data":{"input":{"toolCalls":[{"id":"c1","args":{"id":"c2"}}]}}}'
+    assert not copilot._lists_only(args, b"c1")
+    last = b'{"type":"hook.start","data":{"input":{"toolCalls":[{"id":"c2"}]}},"id":"c1"}'
+    assert not copilot._lists_only(last, b"c1")
 
 
 def test_fixtures_are_small():

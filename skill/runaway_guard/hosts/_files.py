@@ -143,6 +143,8 @@ def first_line(path, limit=1 << 20):
 
 def number(value):
     """A token count from outside data: a non-negative int, else 0."""
+    if type(value) is int:  # JSON's integers, the usual case (a bool's type is bool)
+        return value if value > 0 else 0
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
         return 0
     if value < 0 or value == float("inf"):

@@ -36,8 +36,7 @@ import time
 from .. import fs, jsonio, pricing
 from ..calls import TOOL, Call, fingerprint, tool_name
 from ..decisions import ASK, DENY, STOP, TELL
-from ..jsonio import head_types, leading_string
-from ._files import each_line, local_day, number, read_file
+from ._files import local_day, number, read_file
 
 NAME = "copilot"
 LABEL = "Copilot CLI"
@@ -216,6 +215,7 @@ def sync(book, call):
             read_file(book, path, entry, reader)
         except FileNotFoundError:
             pass
+        reader.flush()
         if not waiting or _claim(mine["pending"], call):
             break
         if time.monotonic() >= deadline:
@@ -260,68 +260,169 @@ def _price(usage):
     credit = $0.01, 10**9 nano units; not verified here: it needs a GitHub account). Under the
     person's own key (`isByok`, `cost` 0) the tokens are priced with the table.
     """
-    model = usage.get("model") if isinstance(usage.get("model"), str) else "gpt-unknown"
-    charged = usage.get("copilotUsage")
-    nano = charged.get("totalNanoAiu") if isinstance(charged, dict) else None
-    if usage.get("isByok") is not True and number(nano):
-        return model, round(nano * _CREDIT_PICO), True
+    model = usage.get("model")
+    if not isinstance(model, str):
+        model = "gpt-unknown"
+    if usage.get("isByok") is not True:
+        charged = usage.get("copilotUsage")
+        nano = charged.get("totalNanoAiu") if isinstance(charged, dict) else None
+        if number(nano):
+            return model, round(nano * _CREDIT_PICO), True
     inp = number(usage.get("inputTokens"))
     cached = min(number(usage.get("cacheReadTokens")), inp)
     written = min(number(usage.get("cacheWriteTokens")), inp - cached)
     out = number(usage.get("outputTokens"))
+    price = _pricers.get(model) or _pricer(model)
+    return (model, *price(inp, cached, written, out))
+
+
+_pricers = {}  # model -> price(input, cached, written, output)
+
+
+def _pricer(model):
+    """How one model's tokens are priced, looked up in the table once per model: a long session
+    has thousands of responses of the same few models."""
     # (no normalize_model, and its `re`, for a name that cannot be Claude's)
     if "claude" in model.lower() and pricing.normalize_model(model).startswith("claude"):
-        tokens = {
-            "input_tokens": inp - cached - written,
-            "cache_read_input_tokens": cached,
-            "cache_creation_input_tokens": written,
-            "output_tokens": out,
-        }
-        pusd, known = pricing.claude_cost(model, tokens)
+
+        def price(inp, cached, written, out):
+            tokens = {
+                "input_tokens": inp - cached - written,
+                "cache_read_input_tokens": cached,
+                "cache_creation_input_tokens": written,
+                "output_tokens": out,
+            }
+            return pricing.claude_cost(model, tokens)
+
     else:
-        tokens = {
-            "input_tokens": inp,
-            "cached_input_tokens": cached,
-            "cache_write_input_tokens": written,
-            "output_tokens": out,
-        }
-        pusd, known = pricing.codex_cost(model, tokens)
-    return model, pusd, known
+        price = pricing.codex_pricer(model)
+    _pricers[model] = price
+    return price
 
 
-_READ = frozenset({"session.usage_record", "hook.start", "tool.execution_complete", "user.message"})
+# Copilot writes each event's type first ({"type":"…","data":{…}…}): a line is judged by its
+# head, and only the events below are decoded. A type is ASCII, so JSON never escapes it.
+_TYPE_FIRST = b'{"type":"'
+_USAGE = b'{"type":"session.usage_record"'
+_HOOK_START = b'{"type":"hook.start"'
+_COMPLETE = b'{"type":"tool.execution_complete"'
+_PROMPT = b'{"type":"user.message"'
+_READ = (_USAGE, _HOOK_START, _COMPLETE, _PROMPT)  # their types' first letters differ
+_COMPLETE_ID = _COMPLETE + b',"data":{"toolCallId":"'
+
+
+def _lists_only(hook_start, call_id):
+    """Whether call_id (bytes) is the only call a hook.start line could list.
+
+    In a line without escapes every `"` starts or ends a string, so each "id" key shows as
+    `"id"`: there must be one with call_id's value and at most one more, the event's own id,
+    which is a member of the outermost object when the first `}` after it ends the line. (A
+    line that is not valid JSON lists no call at all.)"""
+    if b"\\" in hook_start:
+        return False
+    listed = hook_start.find(b'"id":"' + call_id + b'"')
+    ids = hook_start.count(b'"id"')
+    if listed < 0 or ids > 2:
+        return False
+    own = hook_start.rfind(b'"id"')
+    return ids == 1 or (own != listed and hook_start.find(b"}", own) == len(hook_start) - 1)
+
+
+class _Unhashed:
+    """A pending call's arguments until the read ends: on a long read most calls are done or
+    pushed out of the pending calls before then, and their fingerprints are never needed."""
+
+    __slots__ = ("args",)
+
+    def __init__(self, args):
+        self.args = args
 
 
 class _Reader:
-    """Turns events.jsonl lines into ledger entries, pending calls and the person's prompts."""
+    """Turns events.jsonl lines into ledger entries, pending calls and the person's prompts.
+
+    A preToolUse's hook.start is held undecoded until the next event that touches the pending
+    calls: when that is the completion of the one call it can list, it is dropped (the call
+    would be added and ended at once); otherwise it is read first. On a long read that spares
+    decoding almost every hook.start."""
 
     def __init__(self, book, entry, mine):
         self.book = book
         self.entry = entry
         self.pending = mine["pending"]
+        self.held = None  # a hook.start line (a copy) not read yet
 
     def __call__(self, raw):
         self.line(raw)
 
     def lines(self, data, start, stop):
-        """Each whole line of data[start:stop], as line() would take it, but a line whose head
-        names an event that is not read (every event names its type first) is passed over, and
-        a call's completion while no call waits for its outcome is read from its head alone (it
-        only ends the call)."""
-        each_line(data, start, stop, self.line, self._passed_over)
+        """Each whole line of data[start:stop], as line() would take it, but judged by its head
+        first: an event that is not read is passed over, one that is goes to its handler without
+        the byte tests, and a call's completion while no call waits for its outcome is read from
+        its head alone (it only ends the call). A line whose type does not come first is read
+        whole (line())."""
+        find = data.find
+        starts = data.startswith
+        expecting = self.book.expecting
+        while start < stop:
+            end = find(b"\n", start, stop)
+            if end < 0:
+                end = stop
+            if starts(_READ, start):
+                first = data[start + 9]  # the type's first letter tells the four apart
+                if first == _USAGE[9]:
+                    self._decoded(data[start:end], self._usage)
+                elif first == _COMPLETE[9]:
+                    if expecting() or not self._ended(data, start, end):
+                        self._release()
+                        self._decoded(data[start:end], self._complete)
+                elif first == _HOOK_START[9]:
+                    if find(b'"preToolUse"', start, end) >= 0:
+                        self._release()
+                        self._hold(data[start:end])
+                else:
+                    self._decoded(data[start:end], self._prompt)
+            elif end > start and not starts(_TYPE_FIRST, start):
+                self.line(data[start:end])
+            start = end + 1
 
-    def _passed_over(self, data, start, end):
-        kind = head_types(data, start, end)[0]
-        if kind is not None and kind not in _READ:
-            return True
-        if kind == "tool.execution_complete" and not self.book.expecting():
-            call_id = leading_string(data, start, end, b'"data":{"toolCallId":"')
-            if call_id is not None:
-                self.pending.pop(call_id, None)
-                return True
-        return False
+    def _ended(self, data, start, end):
+        """Ends the call whose completion data[start:end] is, from the id its head names (the
+        hook.start held back is dropped when that was its one call, read first otherwise);
+        False when the head does not name it plainly (the line is then decoded)."""
+        if not data.startswith(_COMPLETE_ID, start):
+            return False
+        begin = start + len(_COMPLETE_ID)
+        close = data.find(b'"', begin, end)
+        if close < 0:
+            return False
+        call_id = data[begin:close]
+        if not call_id.isascii() or b"\\" in call_id:
+            return False
+        held = self.held
+        if held is not None:
+            self.held = None
+            if not _lists_only(held, call_id):
+                self._decoded(held, self._hook_start)
+        self.pending.pop(call_id.decode("ascii"), None)
+        return True
+
+    def _hold(self, raw):
+        """Hold a hook.start while a call it adds could push none out of the pending calls."""
+        if len(self.pending) < PENDING_KEEP:
+            self.held = raw
+        else:
+            self._decoded(raw, self._hook_start)
+
+    def _release(self):
+        """Read the hook.start held back, before anything else touches the pending calls."""
+        held = self.held
+        if held is not None:
+            self.held = None
+            self._decoded(held, self._hook_start)
 
     def line(self, raw):
+        self._release()
         if b'"session.usage_record"' in raw:
             handler = self._usage
         elif b'"hook.start"' in raw and b'"preToolUse"' in raw:
@@ -332,6 +433,10 @@ class _Reader:
             handler = self._prompt
         else:
             return
+        self._decoded(raw, handler)
+
+    @staticmethod
+    def _decoded(raw, handler):
         try:
             record = jsonio.loads(raw)
         except ValueError:
@@ -339,12 +444,23 @@ class _Reader:
         if isinstance(record, dict) and isinstance(record.get("data"), dict):
             handler(record, record["data"])
 
+    def flush(self):
+        """Once the read ended: the hook.start held back read, and the arguments of the calls
+        still pending fingerprinted."""
+        self._release()
+        for item in self.pending.values():
+            if isinstance(item[1], _Unhashed):
+                item[1] = fingerprint(item[1].args)
+
     def _usage(self, record, data):
         usage = data.get("usage")
         if record.get("type") != "session.usage_record" or not isinstance(usage, dict):
             return
-        accounting = usage.get("accounting") if isinstance(usage.get("accounting"), dict) else {}
-        key = usage.get("apiCallId") or accounting.get("usageId") or record.get("id")
+        key = usage.get("apiCallId")
+        if not key:
+            accounting = usage.get("accounting")
+            key = accounting.get("usageId") if isinstance(accounting, dict) else None
+            key = key or record.get("id")
         if not isinstance(key, str) or not key:
             return
         parent = usage.get("parentToolCallId")
@@ -361,11 +477,12 @@ class _Reader:
             return
         parent = data.get("parentToolCallId")
         agent = parent if isinstance(parent, str) and parent else "main"
+        pending = self.pending
         for item in hook_input.get("toolCalls") or []:
             if isinstance(item, dict) and isinstance(item.get("id"), str):
-                self.pending.setdefault(item["id"], [agent, fingerprint(item.get("args")), []])
-        while len(self.pending) > PENDING_KEEP:
-            del self.pending[next(iter(self.pending))]
+                pending.setdefault(item["id"], [agent, _Unhashed(item.get("args")), []])
+        while len(pending) > PENDING_KEEP:
+            del pending[next(iter(pending))]
 
     def _complete(self, record, data):
         call_id = data.get("toolCallId")
