@@ -95,15 +95,17 @@ else:  # pragma: no cover
 def string_end(text, pos):
     """Where the JSON string whose opening quote is text[pos] ends (after its closing quote),
     found by its quotes alone: a `"` that follows an even run of backslashes ends it. Its
-    content is not checked (as head_types trusts a line); ValueError when it does not end."""
-    end = text.find('"', pos + 1)
-    while end > 0 and text[end - 1] == "\\":
+    content is not checked (as head_types trusts a line); ValueError when it does not end.
+    text is a str, or bytes (or a bytearray) of UTF-8."""
+    quote, backslash = (b'"', 0x5C) if isinstance(text, (bytes, bytearray)) else ('"', "\\")
+    end = text.find(quote, pos + 1)
+    while end > 0 and text[end - 1] == backslash:
         run = end - 1
-        while text[run - 1] == "\\":
+        while text[run - 1] == backslash:
             run -= 1
         if (end - run) % 2 == 0:
             break  # the backslashes escape each other, not the quote
-        end = text.find('"', end + 1)
+        end = text.find(quote, end + 1)
     if end < 0:
         raise ValueError("unterminated string")
     return end + 1

@@ -30,6 +30,7 @@ PRUNE_AFTER = 30 * 86400.0  # a session's state unseen this long is deleted (its
 PRUNE_EVERY = 86400.0  # looked for at most once a day: one stat per call otherwise
 LOCK_WAIT = 10.0
 BURN_STEP, BURN_KEEP = 60.0, 64  # one spend sample a minute at most, the last hour or so
+HIST = 24  # the finished calls an agent's wires keep (their loops' window)
 
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
@@ -447,7 +448,7 @@ class Ledger:
             return
         record["fails"] = record["fails"] + 1 if status == "fail" else 0
         record["hist"].append([call_hash, outcome])
-        del record["hist"][:-24]
+        del record["hist"][:-HIST]
 
     def outcome(self, agent, tool_use_id, failed, outcome):
         """An outcome a post-tool hook reported (the host's files show it late, or never)."""
@@ -472,7 +473,7 @@ class Ledger:
         """With no transcript to read, a call is its own outcome: the loop wire still works."""
         record = self.agent(agent)
         record["hist"].append([call_hash, None])
-        del record["hist"][:-24]
+        del record["hist"][:-HIST]
 
     def remember_refusal(self, agent, tool_use_id, asked):
         """A call the guard refused never ran; one it asked about ran only if the person agreed."""

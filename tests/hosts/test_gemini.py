@@ -388,9 +388,84 @@ _CANCELLED_TEXT = "Command was cancelled by user"
 starts = st.sampled_from([_CANCELLED_TEXT, "Command was automatically cancelled"])
 
 
+_REFUSED = "Tool execution blocked: runaway-guard: stop"
+result_texts = st.builds(
+    lambda head, filler, tail, tagged: (
+        (f"<untrusted_context>\n{head}{filler}\n</untrusted_context>" if tagged else head + filler)
+        + "".join("\n" + line for line in tail)
+    ),
+    head=st.one_of(
+        texts, starts, st.sampled_from([_REFUSED, "runaway-guard: x", "Command: make", "x\n"])
+    ),
+    filler=st.sampled_from(["", "a line of output\n" * 90, 'x\n"é\\' * 400]),
+    tail=st.lists(sections, max_size=3),
+    tagged=st.booleans(),
+)
+
+
+def with_output(records, text, key="output"):
+    """A turn's records with its call's result text."""
+    records[2]["toolCalls"][0]["result"][0]["functionResponse"]["response"] = {key: text}
+    return records
+
+
+def with_args(records, args):
+    """A turn's records with its call's args."""
+    records[2]["toolCalls"][0]["args"] = args
+    return records
+
+
+_FAILED = "Command: make\n" + "a line of output\n" * 90 + "Exit Code: 1\nProcess Group PGID: 7"
+
+
+@st.composite
+def sessions(draw):
+    """A session's records: each turn a response, then the same message with its call."""
+    records = [HEADER]
+    for index in range(draw(st.integers(1, 60))):
+        text = draw(result_texts)
+        message, change, answered = with_output(
+            turn(index), text, draw(st.sampled_from(["output", "error"]))
+        )
+        call = answered["toolCalls"][0]
+        call["resultDisplay"] = draw(st.sampled_from([text, "Agent execution stopped by hook: "]))
+        call["status"] = draw(st.sampled_from(["success"] * 6 + ["error", "cancelled"]))
+        call["name"] = draw(st.sampled_from(["run_shell_command", "read_file"]))
+        records += [message, change, answered]
+    return records
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(records=sessions())
+# a cancel, then more calls than the wires keep; a long result that failed, read at its ends
+@example([HEADER, *turn(0, status="cancelled"), *(r for i in range(1, 30) for r in turn(i))])
+@example([HEADER, *with_output(turn(0), "x" * 2000), *with_output(turn(1), _FAILED)])
+@example([HEADER, *with_args(turn(0), {"content": "x" * 2000})])  # cut out of the args: read whole
+def test_a_long_read_is_the_same_as_reading_line_by_line(tmp_path_factory, records):
+    """Read whole, a message written again has only its calls read, and only the outcomes the
+    wires can still show are worked out: the same state as reading each line on its own."""
+
+    def read(state):  # the file's entry but its inode (two files)
+        entry = dict(next(iter(state["files"].values())), ino=None)
+        return state["spend"], state["agents"], entry
+
+    def refused_before(tmp):  # a cancel also resets the refusals the wires counted
+        with ledger.Ledger(str(tmp / "state"), "gemini", "s") as book:
+            book.agent("main")["ref"] = {"loop": 1}
+        return tmp
+
+    whole = read(sync_file(refused_before(tmp_path_factory.mktemp("whole")), records))
+    steps = refused_before(tmp_path_factory.mktemp("steps"))
+    for record in records:
+        state = sync_file(steps, [record])
+    assert whole == read(state)
+
+
 @settings(max_examples=300, deadline=None)
 @given(
-    head=starts | texts,
+    head=starts | texts | st.just("Command: make"),
     noise=texts,
     tail=st.lists(sections, max_size=4),
     size=st.integers(0, 3000),
@@ -401,6 +476,7 @@ starts = st.sampled_from([_CANCELLED_TEXT, "Command was automatically cancelled"
 )
 @example("", "noise", ["Exit Code: 1", "Process Group PGID: 7"], 3000, "output", True, False, False)
 @example(_CANCELLED_TEXT, "", [], 3000, "error", False, False, False)
+@example("Command: make", "", ["Exit Code: 1"], 3000, "output", False, False, False)
 @example("", "", ["Exit Code: 1"] + ["Process Group PGID: 7"] * 30, 3000, "output", 0, 0, 0)
 def test_a_long_line_decodes_as_json_and_its_results_outcome_from_their_ends(
     head, noise, tail, size, key, tagged, dense, in_args
@@ -423,7 +499,7 @@ def test_a_long_line_decodes_as_json_and_its_results_outcome_from_their_ends(
         got = record["toolCalls"][0]["result"][0]["functionResponse"]["response"]["output"]
         # a long arg, a long string elsewhere than where the reader looks, or a \u0000 left
         # in what is decoded (the message's content here): the line is decoded whole
-        long = len(json.dumps(text, ensure_ascii=ascii_only)) > gemini._LONG_TEXT
+        long = len(json.dumps(text, ensure_ascii=ascii_only).encode()) > gemini._LONG_TEXT
         cut = long and key in ("output", "error", "command") and not (in_args and key != "command")
         cut = cut and "\x00" not in text
         assert isinstance(got, gemini._Long) == cut
@@ -432,6 +508,8 @@ def test_a_long_line_decodes_as_json_and_its_results_outcome_from_their_ends(
             whole = gemini._text_status("run_shell_command", text)
             status = None if ends is None else gemini._text_status("run_shell_command", *ends)
             assert status in (None, whole)
+            assert got.plain_outcome("run_shell_command", False) in (None, whole)
+            assert got.plain_outcome("read_file", True) in (None, "fail")
             if not dense and size > 2000 and len(tail) < 5:
                 assert status is not None  # the ends of a plain output tell its outcome
 

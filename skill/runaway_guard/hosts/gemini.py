@@ -97,9 +97,17 @@ _GUARD = ("Tool execution blocked: ", "Agent execution stopped by hook: ", "")
 _CANCELLED = "Command was cancelled by user"
 # Most of a session's bytes are tool results, written twice a call (text and display) with the
 # tool's description: a string of these keys longer than _LONG_TEXT in a tool call is not
-# decoded but at its ends, _END characters each (_decoded, _Long).
+# decoded but at its ends, _END bytes each (_decoded, _Long).
 _LONG_TEXT, _END = 1024, 384
-_CUT = ('"output":"', '"error":"', '"resultDisplay":"', '"description":"', '"content":"')
+# The calls booked whose outcomes wait for the wires at most (_Reader.flush): the results they
+# hold stay in memory until then.
+_BATCH = 256
+# How a result that may be the guard's refusal or a cancel starts (_Long.plain_outcome).
+_LEAD = 12
+_LEADS = (*((head + REFUSAL_PREFIX)[:_LEAD].encode() for head in _GUARD), b"Command was ")
+# Placeholders of the strings cut out, as written and as decoded: a line's first 16.
+_HOLES = tuple((f"\\u0000{n}".encode(), f"\0{n}") for n in range(16))
+_CUT = (b'"output":"', b'"error":"', b'"resultDisplay":"', b'"description":"', b'"content":"')
 # Lines that change the message list or metadata, never a response or a call's outcome.
 _CHANGES = (b'{"$set":', b'{"$rewindTo":')
 
@@ -165,6 +173,9 @@ def sync(book, call):
     path = call.transcript_path
     if not path or not call.session_id:
         return False
+    # The hooks' call key is the guard's own (they carry no call id): no file holds it, and
+    # looking for it in every line read cost a cold read a tenth of its time.
+    book.watch = None
     files = book.state["files"]
     if path.endswith(".json"):
         _read_whole(book, path)  # a version that rewrote one whole session-*.json
@@ -231,6 +242,7 @@ def _read_whole(book, path):
         for message in messages:
             if isinstance(message, dict):
                 reader.message(message)
+        reader.flush()
         _settle(book)
 
 
@@ -252,13 +264,18 @@ def _text_status(name, text, tail=None):
         return "reset"
     if lead.startswith("Command was automatically cancelled"):
         return "fail"
-    # The shell tool's sections after the output, last line first: Error, Exit Code (only when
-    # not 0), Signal, Background PIDs, Process Group PGID. Only those lines are looked at: an
-    # output can be hundreds of KB.
+    return _sections_status(body, tail is not None)
+
+
+def _sections_status(body, cut):
+    """'ok' or 'fail' of a shell result's text (body, stripped) by its sections after the output,
+    last line first: Error, Exit Code (only when not 0), Signal, Background PIDs, Process Group
+    PGID. Only those lines are looked at: an output can be hundreds of KB. With cut, body's
+    first line may be cut: None when it would be looked at."""
     end = len(body)
     while end >= 0:
         start = body.rfind("\n", 0, end) + 1
-        if start == 0 and tail is not None:
+        if start == 0 and cut:
             return None
         line = body[start:end]
         end = start - 1
@@ -294,6 +311,46 @@ def _own_refusal(text, display):
     return False
 
 
+def _result_outcome(name, text, failed, display):
+    """'ok', 'fail' or 'reset' of a finished call by its result text (failed: the CLI says so),
+    or None for the guard's own refusal."""
+    if isinstance(text, _Long):
+        outcome = text.plain_outcome(name, failed)
+        if outcome is not None:
+            return outcome
+        head, tail = text.ends() or (text.whole(), None)
+    else:
+        head, tail = text, None
+    if _own_refusal(head, display):
+        return None
+    if failed:
+        return "fail"
+    return _text_status(name, head, tail) or _text_status(name, text.whole())
+
+
+def _call_outcome(tool_call):
+    """_result_outcome of a finished call; 'reset' for one the person cancelled."""
+    status = tool_call.get("status")
+    if status == "cancelled":
+        return "reset"
+    text, is_error = _result_text(tool_call.get("result"))
+    failed = status == "error" or is_error
+    return _result_outcome(tool_call.get("name"), text, failed, tool_call.get("resultDisplay"))
+
+
+def _cancelled(tool_call):
+    """Whether _call_outcome is 'reset', worked out only when the status or the result's
+    lead (_Long.lead) do not tell."""
+    if tool_call.get("status") == "cancelled":
+        return True
+    if tool_call.get("name") != _SHELL or tool_call.get("status") == "error":
+        return False
+    text = _result_text(tool_call.get("result"))[0]
+    if isinstance(text, _Long) and text.lead() is not None:
+        return False
+    return _call_outcome(tool_call) == "reset"
+
+
 def _result_text(result):
     """(text, is_error) of a recorded tool call's result parts."""
     parts = result if isinstance(result, list) else []
@@ -310,8 +367,9 @@ def _result_text(result):
 
 
 class _Long:
-    """A long string of a line (line[start] its opening quote, line[end - 1] its closing one):
-    decoded whole only when its hash is needed, its ends tell a result's outcome."""
+    """A long string of a line (bytes, line[start] its opening quote, line[end - 1] its closing
+    one), not decoded (its bytes are not checked either): decoded whole only when its hash is
+    needed, its ends tell a result's outcome."""
 
     __slots__ = ("end", "line", "start")
 
@@ -319,61 +377,142 @@ class _Long:
         self.line, self.start, self.end = line, start, end
 
     def whole(self):
-        return jsonio.value_at(self.line, self.start)[0]
+        return jsonio.value_at(_text(self.line[self.start : self.end]), 0)[0]
+
+    def lead(self):
+        """Its first characters when they tell that it is neither the guard's refusal nor a
+        cancel: no escape or tag, a first character that is no space; else None."""
+        lead = self.line[self.start + 1 : self.start + 1 + _LEAD]
+        if not 0x20 < lead[0] < 0x80 or lead.find(b"\\") >= 0 or lead.find(b"<") >= 0:
+            return None
+        return None if lead in _LEADS else lead
+
+    def plain_outcome(self, name, failed):
+        """_result_outcome read from the raw string, not decoded, when its ends are plain: its
+        lead() tells, and (a shell's) its last lines hold no escape but \\n nor tag. None
+        otherwise."""
+        if self.lead() is None:
+            return None
+        if failed or name != _SHELL:
+            return "fail" if failed else "ok"
+        line, last = self.line, self.end - 1
+        # from a line's start: its \\n is kept, so the lines before it are known to be unknown
+        begin = line.rfind(b"\\n", self.start + 1, last - _END)
+        tail = line[begin:last]
+        if begin < 0 or line[begin - 1] == 0x5C or tail.find(b"<") >= 0:
+            return None
+        if tail.count(b"\\") != tail.count(b"\\n"):
+            return None
+        return _sections_status(_text(tail.replace(b"\\n", b"\n")).rstrip(), True)
 
     def ends(self):
         """(its first characters, its last) decoded, each cut where no escape (at most six
-        characters, from a backslash) is; None when escapes leave no such place near an end."""
+        bytes, from a backslash) is; None when escapes leave no such place near an end. A
+        character cut in two is one U+FFFD, never in what _text_status looks at."""
         line, first, last = self.line, self.start + 1, self.end - 1
         cut, begin = first + _END, last - _END
-        while cut - first >= 128 and line.rfind("\\", cut - 6, cut) >= 0:
-            cut = line.rfind("\\", cut - 6, cut)
-        while last - begin >= 128 and line.rfind("\\", begin - 6, begin) >= 0:
-            begin = line.rfind("\\", begin - 6, begin) + 7
+        while cut - first >= 128 and line.rfind(b"\\", cut - 6, cut) >= 0:
+            cut = line.rfind(b"\\", cut - 6, cut)
+        while last - begin >= 128 and line.rfind(b"\\", begin - 6, begin) >= 0:
+            begin = line.rfind(b"\\", begin - 6, begin) + 7
         if cut - first < 128 or last - begin < 128:
             return None
-        head = jsonio.value_at('"' + line[first:cut] + '"', 0)[0]
-        return head, jsonio.value_at('"' + line[begin:last] + '"', 0)[0]
+        head = jsonio.value_at('"' + _text(line[first:cut]) + '"', 0)[0]
+        return head, jsonio.value_at('"' + _text(line[begin:last]) + '"', 0)[0]
+
+
+def _text(raw):
+    """Bytes of a line as text (a character cut in two by a slice is one U+FFFD)."""
+    return raw.decode("utf-8", "replace")
 
 
 def _decoded(raw):
     """A line's record; a long line's long strings under _CUT keys (results, displays,
     descriptions: most of a session's bytes, and mostly not needed) are cut out before the rest
     is decoded, and left as _Long where the reader looks for them. ValueError as jsonio.loads."""
-    line = raw.decode("utf-8")
-    if len(line) <= LONG:
-        return jsonio.loads(line)
-    pieces, longs, pos = [], {}, 0
-    for start, end in _long_strings(line):
-        pieces += (line[pos : start + 1], "\\u0000", str(len(longs)))
-        longs["\0" + str(len(longs))] = _Long(line, start, end)
-        pos = end - 1  # the closing quote
-    if not longs:
-        return jsonio.loads(line)
-    pieces.append(line[pos:])
-    cut = "".join(pieces)
+    if len(raw) <= LONG:
+        return jsonio.loads(raw)
+    search = max(raw.find(b'"toolCalls":['), 0)
+    record = _cut_out(raw, 0, search, len(raw), _put_back)
+    return jsonio.loads(raw) if record is None else record
+
+
+def _cut_out(line, start, search, stop, put_back):
+    """The JSON value line[start:stop] (bytes) decoded with its long strings from search on
+    (_long_strings) cut out, each put back as a _Long by put_back(value, longs), which counts
+    them; None unless every one is where the reader looks (a string cut out of a value that
+    counts, a call's args: the caller decodes it whole). ValueError for a string not ended."""
+    spans = _guessed(line, search, stop)
+    if spans is not None:
+        cut, longs = _cut(line, start, stop, spans)
+        if len(cut) > _LONG_TEXT:
+            spans = None  # it may hold a long string the guess missed
+    if spans is None:
+        cut, longs = _cut(line, start, stop, _long_strings(line, search, stop))
     # each placeholder must stand where the reader looks (a value of its own: no other \u0000 in
-    # what is decoded), else one stood in a value that counts (a call's args): decode it whole
-    record = jsonio.loads(cut) if cut.count("\\u0000") == len(longs) else None
-    return record if _put_back(record, longs) == len(longs) else jsonio.loads(line)
+    # what is decoded)
+    if longs and cut.count(b"\\u0000") != len(longs):
+        return None
+    try:
+        value = jsonio.loads(cut)
+    except ValueError:
+        return None
+    return value if not longs or put_back(value, longs) == len(longs) else None
 
 
-def _long_strings(line):
-    """(start, end) of each string value longer than _LONG_TEXT of a _CUT key, in order: each
-    `":"` (a key's end, but where its first quote is escaped) from the tool calls on is looked
-    at, in one pass."""
-    found = []
-    at = line.find('":"', max(line.find('"toolCalls":['), 0))
+def _cut(line, start, stop, spans):
+    """(line[start:stop] with the string of each span, but those past the last of _HOLES,
+    replaced by a placeholder, {placeholder: its _Long})."""
+    pieces, longs, pos = [], {}, start
+    for (begin, end), (hole, key) in zip(spans, _HOLES):
+        pieces += (line[pos : begin + 1], hole)
+        longs[key] = _Long(line, begin, end)
+        pos = end - 1  # the closing quote
+    pieces.append(line[pos:stop])
+    return b"".join(pieces), longs
+
+
+# The keys of the long strings _long_strings found last, in order: a line's calls are written
+# as the last line's were, so _guessed looks for those first.
+_guess = []
+
+
+def _long_strings(line, at, stop):
+    """(start, end) of each string value longer than _LONG_TEXT of a _CUT key in line[at:stop],
+    in order: each `":"` (a key's end, but where its first quote is escaped) is looked at, in
+    one pass."""
+    found, keys = [], []
+    at = line.find(b'":"', at, stop)
     while at > 0:
         end = at + 3
         if line.endswith(_CUT, 0, end):
-            start = at + 2
-            if line[line.rfind('"', 0, at) - 1] != "\\":  # not an escaped quote in a string
-                end = jsonio.string_end(line, start)
-                if end - start > _LONG_TEXT:
-                    found.append((start, end))
-        at = line.find('":"', end)
+            key = line.rfind(b'"', 0, at)
+            if line[key - 1] != 0x5C:  # not an escaped quote in a string
+                end = jsonio.string_end(line, at + 2)
+                if end - at - 2 > _LONG_TEXT:
+                    found.append((at + 2, end))
+                    keys.append(bytes(line[key : at + 3]))
+        at = line.find(b'":"', end, stop)
+    _guess[:] = keys
     return found
+
+
+def _guessed(line, at, stop):
+    """What _long_strings finds, when the long strings are under the keys of the last ones it
+    found, in that order (any other long string is left in: the caller checks); None when one
+    of those keys is not there. A `"key":"` not escaped is a key wherever it is found."""
+    found = []
+    for key in _guess:
+        at = line.find(key, at, stop)
+        if at < 0 or line[at - 1] == 0x5C:
+            return None
+        start = at + len(key) - 1
+        at = line.find(b'"', start + 1) + 1  # its end, but where that quote is escaped
+        if at <= 0 or line[at - 2] == 0x5C:
+            at = jsonio.string_end(line, start)
+        if at - start > _LONG_TEXT:
+            found.append((start, at))
+    return found or None
 
 
 def _put_back(record, longs):
@@ -381,8 +520,17 @@ def _put_back(record, longs):
     count those and the ones in a description or a message's content, which nothing reads."""
     if not isinstance(record, dict):
         return 0
-    places = [(record, "content")]
-    calls = record.get("toolCalls")
+    placed = _put_back_calls(record.get("toolCalls"), longs)
+    content = record.get("content")
+    if isinstance(content, str) and content in longs:
+        record["content"] = longs[content]
+        placed += 1
+    return placed
+
+
+def _put_back_calls(calls, longs):
+    """_put_back for a message's tool calls."""
+    places = []
     for tool_call in calls if isinstance(calls, list) else ():
         if isinstance(tool_call, dict):
             places += ((tool_call, "description"), (tool_call, "resultDisplay"))
@@ -445,20 +593,30 @@ class _Reader:
         # (id, model, tokens, timestamp) of the response last priced: a message appended again
         # whole (its tool calls added) is not priced again.
         self.priced = None
+        # The line of the message last read, up to where its calls would be added
+        # (b'...,"toolCalls":['): a line that starts with it is that message again, with calls.
+        self.again = None
+        self.finished = []  # the calls booked whose outcomes the wires have not had (flush)
 
     def __call__(self, raw):
         self.line(raw)
 
     def lines(self, data, start, stop):
         """Each whole line of data[start:stop], as line() would take it, but a line whose head
-        shows it cannot count is passed over unread."""
-        each_line(data, start, stop, self.line, self._passed_over)
+        shows it cannot count is passed over unread, and a message written again has only its
+        calls read."""
+        each_line(data, start, stop, self.line, self._read_in_place)
 
-    def _passed_over(self, data, start, end):
-        """$set and $rewindTo lines, and long lines of another type than "gemini" (user
-        messages carry every tool result again), once the header is read."""
+    def _read_in_place(self, data, start, end):
+        """Whether the line data[start:end] needs no more: $set and $rewindTo lines, long lines
+        of another type than "gemini" (user messages carry every tool result again), once the
+        header is read; and the message last read written again with its calls added, whose
+        calls are read here."""
         if "start" not in self.entry:
             return False
+        again = self.again
+        if again is not None and data.startswith(again, start):
+            return self._calls_again(data, start + len(again) - 1, end)
         if data.startswith(_CHANGES, start):
             return True
         if end - start <= LONG:
@@ -466,8 +624,25 @@ class _Reader:
         kind = head_types(data, start, end)[0]
         return kind is not None and kind != "gemini"
 
+    def _calls_again(self, data, begin, end):
+        """The calls of the message last read, written again with them (data[begin] opens their
+        array): the same record but for its calls, when the array ends where the line's object
+        does (the message is priced already, its model is the same; its head names one type,
+        "gemini", as line() reads it). False when not: line() reads it."""
+        if data[end - 1] != 0x7D:  # }
+            return False
+        array = data[begin : end - 1]  # a copy: the reader's buffer is read into again
+        try:
+            calls = _cut_out(array, 0, 0, len(array), _put_back_calls)
+        except ValueError:
+            return False
+        if not isinstance(calls, list):
+            return False
+        self._calls(calls)
+        return True
+
     def line(self, raw):
-        if b'"gemini"' not in raw and not (b'"startTime"' in raw and "start" not in self.entry):
+        if raw.find(b'"gemini"') < 0 and not ("start" not in self.entry and b'"startTime"' in raw):
             return  # user messages, $set and $rewindTo lines: nothing to count
         try:
             record = _decoded(raw)
@@ -478,11 +653,17 @@ class _Reader:
         if "start" not in self.entry and isinstance(record.get("startTime"), str):
             self.entry["start"] = record["startTime"]  # the header: this file's first run
         elif "$set" not in record and "$rewindTo" not in record:
-            self.message(record)
+            self.message(record, raw)
 
-    def message(self, record):
+    def message(self, record, raw=b""):
+        """A record of the message list (raw: its line, when it was read from one)."""
         if record.get("type") != "gemini":
             return
+        # its head names one type, "gemini": as this line, the same with calls is read, not
+        # passed over (head_types), and line() reads it whether the header is read or not
+        again = raw.count(b'"type"') == 1 and raw.find(b'"type":"gemini"') > 0
+        again = again and raw.endswith(b"}")
+        self.again = raw[:-1] + b',"toolCalls":[' if again else None
         model = record.get("model")
         if isinstance(model, str) and model:
             self.entry["model"] = model
@@ -497,7 +678,9 @@ class _Reader:
                 out = number(tokens.get("output")) + number(tokens.get("thoughts"))
                 day = local_day(record.get("timestamp"))
                 self.ledger.usage(key, self.entry["agent"], model, pusd, known, out, day)
-        calls = record.get("toolCalls")
+        self._calls(record.get("toolCalls"))
+
+    def _calls(self, calls):
         if isinstance(calls, list):
             self._scope(calls)
             for tool_call in calls:
@@ -516,16 +699,15 @@ class _Reader:
         _keep(entry)
 
     def _outcome(self, tool_call):
-        """A finished call, once: its hash and outcome go to the wires of the agent the hooks
-        see. Calls written before this file's run began (copied from a resumed session), calls
-        stamped before the last one booked and calls already booked are skipped."""
+        """A finished call, once: its outcome goes to the wires of the agent the hooks see (see
+        _book). Calls written before this file's run began (copied from a resumed session),
+        calls stamped before the last one booked and calls already booked are skipped."""
         entry = self.entry
         call_id = tool_call.get("id")
         stamp = tool_call.get("timestamp")
-        status = tool_call.get("status")
         if not isinstance(call_id, str) or not isinstance(stamp, str):
             return
-        if status not in ("success", "error", "cancelled"):
+        if tool_call.get("status") not in ("success", "error", "cancelled"):
             return  # still running: its outcome comes with a later line
         last = entry.get("last", "")
         if stamp < entry.get("start", "") or stamp < last:
@@ -538,24 +720,36 @@ class _Reader:
         entry["last"] = stamp
         booked.append(call_id)
         _keep(entry)
-        name = tool_call.get("name")
-        text, is_error = _result_text(tool_call.get("result"))
-        head, tail = text, None
-        if isinstance(text, _Long):
-            head, tail = text.ends() or (text.whole(), None)
-        if status == "cancelled":
-            outcome = "reset"
-        elif _own_refusal(head, tool_call.get("resultDisplay")):
-            return  # the guard's own refusal: the call never ran
-        elif status == "error" or is_error:
-            outcome = "fail"
-        else:
-            outcome = _text_status(name, head, tail)
-            if outcome is None:
-                outcome = _text_status(name, text.whole())
-        if outcome == "reset":
-            ledger.reset_agent(self.ledger.agent("main"))
-            return
-        later = _Later(name, tool_call.get("args"), text)
-        self.ledger.complete_unseen("main", later)
-        self.ledger.outcome("main", None, outcome == "fail", later)
+        self.finished.append(tool_call)
+        if len(self.finished) >= _BATCH:
+            self.flush()
+
+    def flush(self):
+        """The outcomes of the calls finished since the last flush go to the wires, in order
+        (read_all calls this once a file is read). The wires keep the last ledger.HIST outcomes
+        and count the failures in a row since the last success, and a cancel resets them: only
+        the last calls can still show. Walking back from the last, each outcome is worked out
+        until those are known; of the calls before them, only whether one was a cancel."""
+        finished, self.finished = self.finished, []
+        outcomes, kept, failing = [], 0, True
+        first = len(finished)
+        while first and (kept < ledger.HIST or failing):
+            first -= 1
+            outcome = _call_outcome(finished[first])
+            outcomes.append(outcome)
+            if outcome == "reset":
+                break
+            if outcome:
+                kept += 1
+                failing = failing and outcome == "fail"
+        book = self.ledger
+        if "reset" not in outcomes[-1:] and any(map(_cancelled, finished[:first])):
+            ledger.reset_agent(book.agent("main"))
+        for tool_call, outcome in zip(finished[first:], reversed(outcomes)):
+            if outcome == "reset":
+                ledger.reset_agent(book.agent("main"))
+            elif outcome:
+                text = _result_text(tool_call.get("result"))[0]
+                later = _Later(tool_call.get("name"), tool_call.get("args"), text)
+                book.complete_unseen("main", later)
+                book.outcome("main", None, outcome == "fail", later)
