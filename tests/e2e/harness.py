@@ -11,6 +11,7 @@ must never be skipped in CI).
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import subprocess
 import sys
@@ -171,6 +172,21 @@ class Person:
     def hook_log(self) -> str:
         path = self.state_dir / "hook.log"
         return path.read_text(encoding="utf-8") if path.exists() else ""
+
+    def guard_trace(self) -> str:
+        """What a failed e2e assertion needs to tell a race from a misjudged outcome: the log,
+        each session's calls as the wires saw them ([call hash, outcome] per agent), its spend
+        (picodollars) and what blocked it."""
+        out = [f"--- hook.log ---\n{self.hook_log()[-3000:]}"]
+        for path in sorted(self.state_dir.glob("sessions/*/*.state")):
+            state = marshal.loads(path.read_bytes())
+            seen = {
+                "hist": {name: agent.get("hist") for name, agent in state["agents"].items()},
+                "spend": state["spend"]["total"],
+                "blocked": state["blocked"],
+            }
+            out.append(f"--- {path.name} ---\n{json.dumps(seen)}")
+        return "\n".join(out)
 
 
 # Calls that repeat without looping, never to be refused: a poll whose output changes each time

@@ -311,7 +311,7 @@ def test_an_instant_models_spend_is_seen_on_time(tmp_path):
     steps = [bash(f"echo {n} >> ran.txt", "Step", usage=usage(0, 39000)) for n in range(1, 8)]
     with ScriptedModel({"anthropic": [*steps, text("Ok.")]}) as model:
         run = claude.run(model)
-    assert claude.marker() == ["1"], run
+    assert claude.marker() == ["1"], f"{run}\n{claude.person.guard_trace()}"
     assert run.result["total_cost_usd"] == pytest.approx(1.17, abs=1e-9)
     assert claude.status(run.session_id)["blocked"]["wire"] == "session"
 

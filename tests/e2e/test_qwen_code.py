@@ -117,7 +117,7 @@ def test_an_identical_loop_is_stopped_by_the_sixth_call(tmp_path):
         qwen = Qwen(tmp_path, model.url)  # the default limit: 5 repeats
         run = qwen.run()
         requests = len(model.api_requests("chat"))
-    assert qwen.ran() == ["x"] * 5, run.describe()
+    assert qwen.ran() == ["x"] * 5, run.describe() + qwen.person.guard_trace()
     refused = refusals(run)
     assert len(refused) == 3 and "already ran 5 times with the same result" in refused[0]
     assert requests == 8
