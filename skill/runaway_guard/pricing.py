@@ -325,6 +325,7 @@ def _load():
             "web_search": _pico(claude_rules["web_search_usd_per_request"]) * 10**6,
             "geo_tenths": round(claude_rules["inference_geo_us_multiplier"] * 10),
             "priority_tiers": set(openai_rules.get("priority_service_tiers", ["priority"])),
+            "pricers": {},  # (model, Claude's rules) -> token_pricer's price
         }
     return _tables
 
@@ -562,6 +563,35 @@ def codex_cost(model: str, usage: dict, service_tier=None) -> tuple:
     written = min(_count(usage.get("cache_write_input_tokens")), inp - cached)
     out = _count(usage.get("output_tokens"))
     return codex_pricer(model, service_tier)(inp, cached, written, out)
+
+
+def token_pricer(model: str, claude_rules=None):
+    """price(input, cached, written, output) -> (picodollars, known) of one model, for counts in
+    OpenAI's shape (cached and written within input), by Claude's rules or OpenAI's (None: by
+    whether the id names a Claude model): how the hosts that serve both kinds price tokens.
+    Made once per model: a session prices thousands of responses of the same few."""
+    pricers = _load()["pricers"]
+    price = pricers.get((model, claude_rules))
+    if price is None:
+        claude = claude_rules
+        if claude is None:  # no normalize_model, and its `re`, for a name that cannot be Claude's
+            claude = "claude" in model.lower() and normalize_model(model).startswith("claude")
+        price = _claude_pricer(model) if claude else codex_pricer(model)
+        pricers[model, claude_rules] = price
+    return price
+
+
+def _claude_pricer(model):
+    def price(inp, cached, written, out):
+        tokens = {
+            "input_tokens": inp - cached - written,
+            "cache_read_input_tokens": cached,
+            "cache_creation_input_tokens": written,
+            "output_tokens": out,
+        }
+        return claude_cost(model, tokens)
+
+    return price
 
 
 def codex_pricer(model: str, service_tier=None):

@@ -976,3 +976,49 @@ def test_the_table_is_read_from_its_marshalled_copy_until_the_json_changes(tmp_p
     (other / "__pycache__").write_text("")  # no folder can be made there: the JSON every time
     shutil.copy(table, other / "prices.json")
     assert pricing._read_table(str(other / "prices.json"))["as_of"] == "2099-01-01"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    model=st.sampled_from(
+        [
+            "claude-sonnet-4-5",
+            "us.anthropic.claude-opus-4-1-v1:0",
+            "gpt-5",
+            "gpt-4.1",
+            "o3",
+            "claude-some-future-model",
+            "my-claude-proxy",
+            "gemini-2.5-pro",
+            "unknown",
+        ]
+    ),
+    rules=st.sampled_from([None, True, False]),
+    counts=st.tuples(*[st.integers(0, 3_000_000)] * 4),
+)
+def test_token_pricer_is_the_cost_of_the_same_counts(model, rules, counts):
+    inp, cached, written, out = counts
+    cached = min(cached, inp)
+    written = min(written, inp - cached)
+    price = pricing.token_pricer(model, rules)
+    assert pricing.token_pricer(model, rules) is price  # made once per model
+    claude = rules
+    if claude is None:
+        claude = normalize_model(model).startswith("claude")
+    if claude:
+        usage = {
+            "input_tokens": inp - cached - written,
+            "cache_read_input_tokens": cached,
+            "cache_creation_input_tokens": written,
+            "output_tokens": out,
+        }
+        expected = claude_cost(model, usage)
+    else:
+        usage = {
+            "input_tokens": inp,
+            "cached_input_tokens": cached,
+            "cache_write_input_tokens": written,
+            "output_tokens": out,
+        }
+        expected = codex_cost(model, usage)
+    assert price(inp, cached, written, out) == expected

@@ -272,32 +272,7 @@ def _price(usage):
     cached = min(number(usage.get("cacheReadTokens")), inp)
     written = min(number(usage.get("cacheWriteTokens")), inp - cached)
     out = number(usage.get("outputTokens"))
-    price = _pricers.get(model) or _pricer(model)
-    return (model, *price(inp, cached, written, out))
-
-
-_pricers = {}  # model -> price(input, cached, written, output)
-
-
-def _pricer(model):
-    """How one model's tokens are priced, looked up in the table once per model: a long session
-    has thousands of responses of the same few models."""
-    # (no normalize_model, and its `re`, for a name that cannot be Claude's)
-    if "claude" in model.lower() and pricing.normalize_model(model).startswith("claude"):
-
-        def price(inp, cached, written, out):
-            tokens = {
-                "input_tokens": inp - cached - written,
-                "cache_read_input_tokens": cached,
-                "cache_creation_input_tokens": written,
-                "output_tokens": out,
-            }
-            return pricing.claude_cost(model, tokens)
-
-    else:
-        price = pricing.codex_pricer(model)
-    _pricers[model] = price
-    return price
+    return (model, *pricing.token_pricer(model)(inp, cached, written, out))
 
 
 # Copilot writes each event's type first ({"type":"…","data":{…}…}): a line is judged by its

@@ -141,19 +141,9 @@ def price(model, input_tokens, cached, output_tokens):
     output includes reasoning. Claude models (Qwen's Anthropic provider) count cache writes
     inside input with nothing to tell them apart: they are priced as plain input."""
     cached = min(cached, input_tokens)
-    if "claude" in model.lower():  # not normalize_model: its `re` costs every hook ~12 ms
-        usage = {
-            "input_tokens": input_tokens - cached,
-            "cache_read_input_tokens": cached,
-            "output_tokens": output_tokens,
-        }
-        return pricing.claude_cost(model, usage)
-    usage = {
-        "input_tokens": input_tokens,
-        "cached_input_tokens": cached,
-        "output_tokens": output_tokens,
-    }
-    return pricing.codex_cost(model, usage)
+    # not normalize_model: its `re` costs every hook ~12 ms
+    price = pricing.token_pricer(model, "claude" in model.lower())
+    return price(input_tokens, cached, 0, output_tokens)
 
 
 def _reported_outcome(event, payload):
