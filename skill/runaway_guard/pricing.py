@@ -648,12 +648,28 @@ def gemini_cost(model: str, tokens: dict) -> tuple:
     The long-context rates apply to the whole request when its prompt (``input``) is above the
     model's threshold.
     """
+    price, known = gemini_pricer(model)
+    return price(_dict(tokens))[0], known
+
+
+def gemini_pricer(model: str) -> tuple:
+    """(price, known): price(tokens) -> (picodollars, output and thoughts) of gemini_cost for a
+    tokens dict, the model looked up once: a reader prices thousands of its responses."""
     rates, known = _resolve(_load("gemini"), model, prefix_match=False)
-    tokens = _dict(tokens)
-    inp = _count(tokens.get("input"))
-    cached = min(_count(tokens.get("cached")), inp)
-    tool = _count(tokens.get("tool"))
-    out = _count(tokens.get("output")) + _count(tokens.get("thoughts"))
-    long = rates["long"]
-    p_in, p_cached, p_out = long[1] if long is not None and inp > long[0] else rates["base"]
-    return (inp - cached + tool) * p_in + cached * p_cached + out * p_out, known
+    above, longer = rates["long"] or (None, None)
+    base = rates["base"]
+
+    def price(tokens):
+        get = tokens.get
+        inp, cached, tool = get("input", 0), get("cached", 0), get("tool", 0)
+        out, thoughts = get("output", 0), get("thoughts", 0)
+        # what _count makes of each, in one test when all are ints (a bool's type is bool)
+        kinds = type(inp) is type(cached) is type(tool) is type(out) is type(thoughts) is int
+        if not kinds or min(inp, cached, tool, out, thoughts) < 0:
+            inp, cached, tool, out, thoughts = map(_count, (inp, cached, tool, out, thoughts))
+        cached = min(cached, inp)
+        out += thoughts
+        p_in, p_cached, p_out = longer if above is not None and inp > above else base
+        return (inp - cached + tool) * p_in + cached * p_cached + out * p_out, out
+
+    return price, known
