@@ -24,7 +24,7 @@ _ITERATION_KEYS = (
     "cache_creation_input_tokens",
 )
 
-_tables = None
+_tables = None  # the parts of the table built so far (_load), and "": its sections
 
 
 # ---------------------------------------------------------------------------------------------
@@ -275,59 +275,83 @@ def _price_file():
 
 
 def _read_table(path):
-    """prices.json, parsed. From a marshalled copy beside the compiled modules when it is
-    there and made from this very file (same mtime and size): parsing the JSON costs each
-    call that prices a response 0.2-0.3 ms, loading the copy under 0.1 ms. Made on first use;
-    where __pycache__ cannot be written, the JSON is parsed every time."""
+    """prices.json's members, each marshalled (_section unmarshals one): from a marshalled copy
+    beside the compiled modules when it is there and made from this very file (same mtime and
+    size), else from the JSON, which makes the copy. Parsing the JSON costs each call that
+    prices a response 0.2-0.3 ms; a call prices one host's responses, and unmarshalling every
+    host's table too cost a Gemini CLI call 0.45M instructions more (callgrind), most of them
+    the garbage collection its objects brought on. Where __pycache__ cannot be written, the
+    JSON is parsed every time."""
     import marshal
     import sys
 
     info = fs.stat(path)
     stamp = (info.st_mtime_ns, info.st_size)
     tag = sys.implementation.cache_tag  # marshal's format is the interpreter's own
-    cache = fs.join(fs.dirname(path), "__pycache__", f"prices.{tag}.marshal")
+    cache = fs.join(fs.dirname(path), "__pycache__", f"prices.{tag}.sections")
     try:
         with open(cache, "rb") as handle:
-            made_from, data = marshal.loads(handle.read())
-        if tuple(made_from) == stamp and isinstance(data, dict):
-            return data
+            made_from, sections = marshal.loads(handle.read())
+        if tuple(made_from) == stamp and isinstance(sections, dict):
+            return sections
     except (OSError, ValueError, EOFError, TypeError):
         pass
     with open(path, "rb") as handle:
-        data = jsonio.loads(handle.read())
+        sections = {key: marshal.dumps(value) for key, value in jsonio.loads(handle.read()).items()}
     try:
         from . import ledger
 
         fs.makedirs(fs.dirname(cache))
-        ledger.write_atomic(cache, marshal.dumps((stamp, data)))
+        ledger.write_atomic(cache, marshal.dumps((stamp, sections)))
     except (OSError, ValueError):
         pass
-    return data
+    return sections
 
 
-def _load():
-    """Parse the table once per process, on first use: the hook must start fast."""
+def _section(sections, key):
+    """One member of the table, unmarshalled (once) from _read_table's sections."""
+    value = sections[key]
+    if isinstance(value, bytes):
+        import marshal
+
+        value = sections[key] = marshal.loads(value)
+    return value
+
+
+def _load(part):
+    """One part of the table (_PARTS: a host's rates, a rule), read and built on first use:
+    the hook must start fast, and a call prices one host's responses."""
     global _tables
     if _tables is None:
-        data = _read_table(_price_file())
-        claude_rules = data["claude"]["rules"]
-        openai_rules = data["openai"]["rules"]
-        default_priority = openai_rules.get("priority_default_multiplier", 2)
-        _tables = {
-            "as_of": data.get("as_of"),
-            "claude": _host_table(data["claude"], _claude_model, _claude_ceiling),
-            "openai": _host_table(
-                data["openai"],
-                lambda entry: _openai_model(entry, default_priority),
-                _openai_ceiling,
-            ),
-            "gemini": _host_table(data["gemini"], _gemini_model, _gemini_ceiling),
-            "web_search": _pico(claude_rules["web_search_usd_per_request"]) * 10**6,
-            "geo_tenths": round(claude_rules["inference_geo_us_multiplier"] * 10),
-            "priority_tiers": set(openai_rules.get("priority_service_tiers", ["priority"])),
-            "pricers": {},  # (model, Claude's rules) -> token_pricer's price
-        }
-    return _tables
+        _tables = {"": _read_table(_price_file())}
+    found = _tables.get(part)
+    if found is None:
+        found = _tables[part] = _PARTS[part](_tables[""])
+    return found
+
+
+def _openai_host(sections):
+    section = _section(sections, "openai")
+    default_priority = section["rules"].get("priority_default_multiplier", 2)
+    model = lambda entry: _openai_model(entry, default_priority)  # noqa: E731
+    return _host_table(section, model, _openai_ceiling)
+
+
+_PARTS = {
+    "claude": lambda data: _host_table(_section(data, "claude"), _claude_model, _claude_ceiling),
+    "openai": _openai_host,
+    "gemini": lambda data: _host_table(_section(data, "gemini"), _gemini_model, _gemini_ceiling),
+    "web_search": lambda data: (
+        _pico(_section(data, "claude")["rules"]["web_search_usd_per_request"]) * 10**6
+    ),
+    "geo_tenths": lambda data: round(
+        _section(data, "claude")["rules"]["inference_geo_us_multiplier"] * 10
+    ),
+    "priority_tiers": lambda data: set(
+        _section(data, "openai")["rules"].get("priority_service_tiers", ["priority"])
+    ),
+    "pricers": lambda data: {},  # (model, Claude's rules) -> token_pricer's price
+}
 
 
 def _resolve(table, model, prefix_match):
@@ -501,8 +525,7 @@ def claude_cost(model: str, usage: dict) -> tuple:
     ``known`` is False when the model (or an advisor or fallback model inside it) is not in the
     table and was priced at its family's ceiling: the status reports those models.
     """
-    tables = _load()
-    table = tables["claude"]
+    table = _load("claude")
     usage = _dict(usage)
     speed = usage.get("speed")
     geo = usage.get("inference_geo") == "us"
@@ -542,8 +565,8 @@ def claude_cost(model: str, usage: dict) -> tuple:
         tokens += cost
         known = known and advisor_known
 
-    tenths = tables["geo_tenths"] if geo else 10
-    picodollars = (tokens * tenths + 5) // 10 + searches * tables["web_search"]
+    tenths = _load("geo_tenths") if geo else 10
+    picodollars = (tokens * tenths + 5) // 10 + searches * _load("web_search")
     return picodollars, known
 
 
@@ -570,7 +593,7 @@ def token_pricer(model: str, claude_rules=None):
     OpenAI's shape (cached and written within input), by Claude's rules or OpenAI's (None: by
     whether the id names a Claude model): how the hosts that serve both kinds price tokens.
     Made once per model: a session prices thousands of responses of the same few."""
-    pricers = _load()["pricers"]
+    pricers = _load("pricers")
     price = pricers.get((model, claude_rules))
     if price is None:
         claude = claude_rules
@@ -598,9 +621,8 @@ def codex_pricer(model: str, service_tier=None):
     """price(input, cached, written, output) -> (picodollars, known): codex_cost of one model
     and tier for counts already read (cached and written within input). A reader pricing
     thousands of responses looks the model up once."""
-    tables = _load()
-    rates, known = _resolve(tables["openai"], model, prefix_match=False)
-    priority = isinstance(service_tier, str) and service_tier.lower() in tables["priority_tiers"]
+    rates, known = _resolve(_load("openai"), model, prefix_match=False)
+    priority = isinstance(service_tier, str) and service_tier.lower() in _load("priority_tiers")
     standard = rates["priority"] if priority else rates["std"]
     above, longer = rates["long"] or (None, None)
     if priority:
@@ -626,12 +648,28 @@ def gemini_cost(model: str, tokens: dict) -> tuple:
     The long-context rates apply to the whole request when its prompt (``input``) is above the
     model's threshold.
     """
-    rates, known = _resolve(_load()["gemini"], model, prefix_match=False)
-    tokens = _dict(tokens)
-    inp = _count(tokens.get("input"))
-    cached = min(_count(tokens.get("cached")), inp)
-    tool = _count(tokens.get("tool"))
-    out = _count(tokens.get("output")) + _count(tokens.get("thoughts"))
-    long = rates["long"]
-    p_in, p_cached, p_out = long[1] if long is not None and inp > long[0] else rates["base"]
-    return (inp - cached + tool) * p_in + cached * p_cached + out * p_out, known
+    price, known = gemini_pricer(model)
+    return price(_dict(tokens))[0], known
+
+
+def gemini_pricer(model: str) -> tuple:
+    """(price, known): price(tokens) -> (picodollars, output and thoughts) of gemini_cost for a
+    tokens dict, the model looked up once: a reader prices thousands of its responses."""
+    rates, known = _resolve(_load("gemini"), model, prefix_match=False)
+    above, longer = rates["long"] or (None, None)
+    base = rates["base"]
+
+    def price(tokens):
+        get = tokens.get
+        inp, cached, tool = get("input", 0), get("cached", 0), get("tool", 0)
+        out, thoughts = get("output", 0), get("thoughts", 0)
+        # what _count makes of each, in one test when all are ints (a bool's type is bool)
+        kinds = type(inp) is type(cached) is type(tool) is type(out) is type(thoughts) is int
+        if not kinds or min(inp, cached, tool, out, thoughts) < 0:
+            inp, cached, tool, out, thoughts = map(_count, (inp, cached, tool, out, thoughts))
+        cached = min(cached, inp)
+        out += thoughts
+        p_in, p_cached, p_out = longer if above is not None and inp > above else base
+        return (inp - cached + tool) * p_in + cached * p_cached + out * p_out, out
+
+    return price, known

@@ -28,8 +28,8 @@ _buffer = []  # the reused read buffer, made on first use and grown as needed
 
 
 def _block(size):
-    """A buffer of min(size, BLOCK) bytes or more (64 KiB at least), reused call to call."""
-    size = min(max(size, 1 << 16), BLOCK)
+    """A buffer of min(size, BLOCK) bytes or more (4 KiB at least), reused call to call."""
+    size = min(max(size, 1 << 12), BLOCK)
     if not _buffer or len(_buffer[0]) < size:
         _buffer[:] = [bytearray(size)]
     return _buffer[0]

@@ -146,6 +146,35 @@ def test_models_long_context_cached_thoughts_and_an_unpriced_id(tmp_path):
     assert state["unpriced"] == ["gemini-4-pro-preview"]
 
 
+token_counts = st.one_of(
+    st.integers(-3, 400_000), st.booleans(), st.floats(), st.none(), st.text(max_size=2)
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    model=st.sampled_from(sorted(RATES["models"])),
+    tokens=st.dictionaries(
+        st.sampled_from(["input", "cached", "tool", "output", "thoughts", "total"]), token_counts
+    ),
+)
+@example("gemini-2.5-pro", {"input": 300_000, "cached": -1, "output": True, "thoughts": 2.5})
+def test_a_responses_price_is_its_tokens_at_the_tables_rates(model, tokens):
+    """The reader's pricer (one per model) applies the table's rates as written: whatever a
+    record's tokens hold, a count that is not a non-negative number is 0 (pricing._count)."""
+    n = {key: pricing._count(tokens.get(key)) for key in ("input", "cached", "tool", "output")}
+    out = n["output"] + pricing._count(tokens.get("thoughts"))
+    entry = RATES["models"][model]
+    long = entry.get("long_context")
+    rates = long if long and n["input"] > long["above_prompt_tokens"] else entry
+    pico = {key: round(rates[key] * 10**6) for key in ("input", "cached_input", "output")}
+    cached = min(n["cached"], n["input"])
+    cost = (n["input"] - cached + n["tool"]) * pico["input"] + cached * pico["cached_input"]
+    price, known = pricing.gemini_pricer(model)
+    assert known and price(tokens) == (cost + out * pico["output"], out)
+    assert pricing.gemini_cost(model, tokens) == (cost + out * pico["output"], True)
+
+
 def test_subagent_spend_is_its_own_agents(tmp_path):
     state = synced("subagent", tmp_path)
     agents = {a: v / 1e12 for a, v in state["spend"]["agent"].items()}
@@ -435,31 +464,76 @@ def sessions(draw):
     return records
 
 
-@settings(
-    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(records=sessions())
-# a cancel, then more calls than the wires keep; a long result that failed, read at its ends
-@example([HEADER, *turn(0, status="cancelled"), *(r for i in range(1, 30) for r in turn(i))])
-@example([HEADER, *with_output(turn(0), "x" * 2000), *with_output(turn(1), _FAILED)])
-@example([HEADER, *with_args(turn(0), {"content": "x" * 2000})])  # cut out of the args: read whole
-def test_a_long_read_is_the_same_as_reading_line_by_line(tmp_path_factory, records):
-    """Read whole, a message written again has only its calls read, and only the outcomes the
-    wires can still show are worked out: the same state as reading each line on its own."""
+def subagent(records, agent):
+    """A subagent's file of records: its own message and call ids."""
+    records = json.loads(json.dumps(records))
+    for record in records:
+        if "id" in record:
+            record["id"] = f"{agent}-{record['id']}"
+        for tool_call in record.get("toolCalls", []):
+            tool_call["id"] = f"{agent}-{tool_call['id']}"
+    return records
 
-    def read(state):  # the file's entry but its inode (two files)
-        entry = dict(next(iter(state["files"].values())), ino=None)
-        return state["spend"], state["agents"], entry
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    records=sessions(),
+    agents=st.lists(sessions(), max_size=2),
+    refused=st.booleans(),
+    batch=st.sampled_from([1, 3, 256]),
+)
+# a cancel, then more calls than the wires keep; a long result that failed, read at its ends
+@example(
+    [HEADER, *turn(0, status="cancelled"), *(r for i in range(1, 30) for r in turn(i))],
+    [],
+    True,
+    256,
+)
+@example([HEADER, *with_output(turn(0), "x" * 2000), *with_output(turn(1), _FAILED)], [], True, 256)
+@example([HEADER, *with_args(turn(0), {"content": "x" * 2000})], [], True, 256)  # args: read whole
+# a subagent's cancel, then more calls of the main thread than the wires keep
+@example(
+    [HEADER, *(r for i in range(1, 30) for r in turn(i))],
+    [[HEADER, *turn(0, status="cancelled"), *turn(1)]],
+    True,
+    3,
+)
+def test_a_long_read_is_the_same_as_reading_line_by_line(
+    tmp_path_factory, records, agents, refused, batch
+):
+    """Read whole, a message written again has only its calls read, and only the outcomes the
+    wires can still show are worked out, those of every file read together (in batches of
+    batch): the same state as reading each line on its own. agents: subagents' files, read
+    before the main one (in the order of their names); refused: the wires had counted a
+    refusal, which a cancel resets."""
+
+    def read(state):  # the files' entries but their inodes (two copies)
+        entries = {Path(path).name: dict(entry, ino=None) for path, entry in state["files"].items()}
+        return state["spend"], state["agents"], entries
 
     def refused_before(tmp):  # a cancel also resets the refusals the wires counted
         with ledger.Ledger(str(tmp / "state"), "gemini", "s") as book:
-            book.agent("main")["ref"] = {"loop": 1}
+            book.agent("main")["ref"] = {"loop": 1} if refused else {}
         return tmp
 
-    whole = read(sync_file(refused_before(tmp_path_factory.mktemp("whole")), records))
-    steps = refused_before(tmp_path_factory.mktemp("steps"))
-    for record in records:
-        state = sync_file(steps, [record])
+    files = [(f"s/a{n}.jsonl", subagent(agent, f"a{n}")) for n, agent in enumerate(agents)]
+    files.append(("session-x.jsonl", records))
+    at_once, steps = (refused_before(tmp_path_factory.mktemp(n)) for n in ("whole", "steps"))
+    kept, gemini._BATCH = gemini._BATCH, batch
+    try:
+        for name, lines in files:
+            jsonl(at_once / "chats" / name, lines)
+        state = sync_file(at_once, [])
+        assert len(state["files"]) == len(files)
+        whole = read(state)
+        for name, lines in files:
+            for record in lines:
+                jsonl(steps / "chats" / name, [record])
+                state = sync_file(steps, [])
+    finally:
+        gemini._BATCH = kept
     assert whole == read(state)
 
 

@@ -595,7 +595,7 @@ def test_claude_model_fields_and_ratios(key):
         assert whole_picodollars(entry[field]), field
     assert isinstance(entry["us_geo"], bool)
     for name in [key, *entry.get("ids", []), *entry.get("aliases", [])]:
-        assert pricing._load()["claude"]["lookup"][normalize_model(name)] == key, name
+        assert pricing._load("claude")["lookup"][normalize_model(name)] == key, name
     p_in = entry["input"]
     assert entry["cache_write_5m"] == pytest.approx(WRITE_RATIO.get(key, 1.25) * p_in)
     assert entry["cache_write_1h"] == pytest.approx(2 * p_in)
@@ -654,7 +654,7 @@ def test_openai_model_fields_and_ratios(key):
         assert priority["cached_input"] == pytest.approx(ratio * entry["cached_input"])
         assert priority["output"] == pytest.approx(ratio * entry["output"])
     for name in [key, *entry.get("ids", []), *entry.get("aliases", [])]:
-        assert pricing._load()["openai"]["lookup"][normalize_model(name)] == key, name
+        assert pricing._load("openai")["lookup"][normalize_model(name)] == key, name
 
 
 def test_every_model_has_a_family():
@@ -668,8 +668,8 @@ def test_family_ceilings_are_derived_not_written():
     # The dearest model of each family is computed from the table, never stored in it.
     text = (ROOT / "skill" / "runaway_guard" / "prices.json").read_text()
     assert "ceiling_rates" not in text and "dearest_model" not in text
-    opus = pricing._slow_paths(pricing._load()["claude"])["ceilings"]["claude-opus"]
-    assert opus["base"] == pricing._load()["claude"]["models"]["claude-opus-4-1"]["base"]
+    opus = pricing._slow_paths(pricing._load("claude"))["ceilings"]["claude-opus"]
+    assert opus["base"] == pricing._load("claude")["models"]["claude-opus-4-1"]["base"]
 
 
 def test_matches_claude_codes_bundled_catalog():
@@ -923,7 +923,7 @@ def test_table_loads_lazily_and_once(monkeypatch):
     real_open = open
 
     def counting_open(path, *args, **kwargs):
-        if os.fspath(path).endswith(("prices.json", ".marshal")):
+        if os.fspath(path).endswith(("prices.json", ".sections")):
             opened.append(path)
         return real_open(path, *args, **kwargs)
 
@@ -941,7 +941,7 @@ def test_a_dated_id_is_found_without_the_slow_path(suffix, monkeypatch):
     """A dated id (Qwen Code's telemetry records the served model so) resolves as
     normalize_model would, without importing `re` on the hook's path."""
     for host in ("claude", "openai"):
-        table = pricing._load()[host]
+        table = pricing._load(host)
         slow = pricing._slow_paths(table)["normalized"]
         for name in list(table["lookup"]):
             if pricing._undated(name + suffix) is None:
@@ -959,23 +959,28 @@ def test_a_dated_id_is_found_without_the_slow_path(suffix, monkeypatch):
 
 
 def test_the_table_is_read_from_its_marshalled_copy_until_the_json_changes(tmp_path):
+    def as_of(path):
+        return pricing._section(pricing._read_table(str(path)), "as_of")
+
     table = tmp_path / "prices.json"
     shutil.copy(pricing._price_file(), table)
-    data = pricing._read_table(str(table))
-    cache = tmp_path / "__pycache__" / f"prices.{sys.implementation.cache_tag}.marshal"
-    assert cache.exists() and data == json.loads(table.read_text())
+    sections = pricing._read_table(str(table))
+    cache = tmp_path / "__pycache__" / f"prices.{sys.implementation.cache_tag}.sections"
+    data = json.loads(table.read_text())
+    assert cache.exists() and {key: pricing._section(sections, key) for key in data} == data
     stamp, copy = marshal.loads(cache.read_bytes())
-    cache.write_bytes(marshal.dumps((stamp, {**copy, "as_of": "from the copy"})))
-    assert pricing._read_table(str(table))["as_of"] == "from the copy"
+    assert all(isinstance(value, bytes) for value in copy.values())  # each unmarshalled on use
+    cache.write_bytes(marshal.dumps((stamp, {**copy, "as_of": marshal.dumps("from the copy")})))
+    assert as_of(table) == "from the copy"
     table.write_text(json.dumps({**data, "as_of": "2099-01-01"}))  # an upgrade: a new table
-    assert pricing._read_table(str(table))["as_of"] == "2099-01-01"
+    assert as_of(table) == "2099-01-01"
     cache.write_bytes(b"\x00garbage")
-    assert pricing._read_table(str(table))["as_of"] == "2099-01-01"
+    assert as_of(table) == "2099-01-01"
     other = tmp_path / "read-only"
     other.mkdir()
     (other / "__pycache__").write_text("")  # no folder can be made there: the JSON every time
     shutil.copy(table, other / "prices.json")
-    assert pricing._read_table(str(other / "prices.json"))["as_of"] == "2099-01-01"
+    assert as_of(other / "prices.json") == "2099-01-01"
 
 
 @settings(max_examples=200, deadline=None)
@@ -1022,3 +1027,16 @@ def test_token_pricer_is_the_cost_of_the_same_counts(model, rules, counts):
         }
         expected = codex_cost(model, usage)
     assert price(inp, cached, written, out) == expected
+
+
+def test_a_call_reads_only_the_table_of_the_host_it_prices(monkeypatch):
+    """Each host's part of the table is unmarshalled and built when first used."""
+    monkeypatch.setattr(pricing, "_tables", None)
+    pricing.gemini_cost("gemini-2.5-pro", {"input": 1})
+    sections = pricing._tables[""]
+    assert sorted(key for key, value in sections.items() if not isinstance(value, bytes)) == [
+        "gemini"
+    ]
+    assert sorted(pricing._tables) == ["", "gemini"]
+    codex_cost("gpt-5", {"input_tokens": 1})
+    assert sorted(pricing._tables) == ["", "gemini", "openai"]

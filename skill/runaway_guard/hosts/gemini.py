@@ -26,7 +26,7 @@ from .. import fs, jsonio, ledger, pricing
 from ..calls import MODEL, PROMPT, RESULT, Call, fingerprint, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import head_types
-from ._files import LONG, each_line, local_day, number, read_all
+from ._files import LONG, each_line, local_day, read_all
 
 NAME = "gemini"
 LABEL = "Gemini CLI"
@@ -99,8 +99,8 @@ _CANCELLED = "Command was cancelled by user"
 # tool's description: a string of these keys longer than _LONG_TEXT in a tool call is not
 # decoded but at its ends, _END bytes each (_decoded, _Long).
 _LONG_TEXT, _END = 1024, 384
-# The calls booked whose outcomes wait for the wires at most (_Reader.flush): the results they
-# hold stay in memory until then.
+# The calls booked whose outcomes wait for the wires at most (_work_out): the results they hold
+# stay in memory until then.
 _BATCH = 256
 # How a result that may be the guard's refusal or a cancel starts (_Long.plain_outcome).
 _LEAD = 12
@@ -177,15 +177,18 @@ def sync(book, call):
     # looking for it in every line read cost a cold read a tenth of its time.
     book.watch = None
     files = book.state["files"]
+    # the calls every file read books, in order: their outcomes are worked out together (_work_out)
+    finished = []
     if path.endswith(".json"):
-        _read_whole(book, path)  # a version that rewrote one whole session-*.json
+        _read_whole(book, path, finished)  # a version that rewrote one whole session-*.json
     else:
         _follow(book, files, path, "main")
     folder = fs.join(fs.dirname(path), call.session_id)
     for name in _listing(book, folder):
         if name.endswith(".jsonl"):
             _follow(book, files, fs.join(folder, name), name[: -len(".jsonl")])
-    read_all(book, path, lambda entry: _Reader(book, entry))
+    read_all(book, path, lambda entry: _Reader(book, entry, finished))
+    _work_out(book, finished)
     _settle(book)
     return True
 
@@ -217,7 +220,7 @@ def _listing(book, folder):
     return names
 
 
-def _read_whole(book, path):
+def _read_whole(book, path, finished):
     """A legacy session-*.json: read again whole whenever it changed (it is rewritten whole)."""
     legacy = book.state.setdefault("legacy", {})
     try:
@@ -238,12 +241,10 @@ def _read_whole(book, path):
     messages = record.get("messages") if isinstance(record, dict) else None
     if isinstance(messages, list):
         book.load_known()
-        reader = _Reader(book, entry)
+        reader = _Reader(book, entry, finished)
         for message in messages:
             if isinstance(message, dict):
                 reader.message(message)
-        reader.flush()
-        _settle(book)
 
 
 def _text_status(name, text, tail=None):
@@ -444,9 +445,9 @@ def _cut_out(line, start, search, stop, put_back):
     counts, a call's args: the caller decodes it whole). ValueError for a string not ended."""
     spans = _guessed(line, search, stop)
     if spans is not None:
-        cut, longs = _cut(line, start, stop, spans)
-        if len(cut) > _LONG_TEXT:
-            spans = None  # it may hold a long string the guess missed
+        cut, longs = _cut(line, start, stop, spans[0])
+        if len(cut) - spans[1] > _LONG_TEXT:
+            spans = None  # what the guess did not look at may hold a long string
     if spans is None:
         cut, longs = _cut(line, start, stop, _long_strings(line, search, stop))
     # each placeholder must stand where the reader looks (a value of its own: no other \u0000 in
@@ -472,8 +473,8 @@ def _cut(line, start, stop, spans):
     return b"".join(pieces), longs
 
 
-# The keys of the long strings _long_strings found last, in order: a line's calls are written
-# as the last line's were, so _guessed looks for those first.
+# The _CUT keys of the strings _long_strings found last, long or not, in order: a line's calls
+# are written as the last line's were, so _guessed looks for those first.
 _guess = []
 
 
@@ -489,30 +490,35 @@ def _long_strings(line, at, stop):
             key = line.rfind(b'"', 0, at)
             if line[key - 1] != 0x5C:  # not an escaped quote in a string
                 end = jsonio.string_end(line, at + 2)
+                keys.append(bytes(line[key : at + 3]))
                 if end - at - 2 > _LONG_TEXT:
                     found.append((at + 2, end))
-                    keys.append(bytes(line[key : at + 3]))
         at = line.find(b'":"', end, stop)
     _guess[:] = keys
     return found
 
 
 def _guessed(line, at, stop):
-    """What _long_strings finds, when the long strings are under the keys of the last ones it
-    found, in that order (any other long string is left in: the caller checks); None when one
-    of those keys is not there. A `"key":"` not escaped is a key wherever it is found."""
-    found = []
+    """(what _long_strings finds, the bytes of the shorter strings of those keys) when the
+    strings are under the keys it found last, in that order, those that are there (any other
+    long string is left in: the caller checks what was not looked at); None without a guess or
+    for an escaped quote. A `"key":"` not escaped is a key wherever it is found."""
+    found, short = [], 0
     for key in _guess:
-        at = line.find(key, at, stop)
-        if at < 0 or line[at - 1] == 0x5C:
+        there = line.find(key, at, stop)
+        if there < 0:
+            continue
+        if line[there - 1] == 0x5C:
             return None
-        start = at + len(key) - 1
+        start = there + len(key) - 1
         at = line.find(b'"', start + 1) + 1  # its end, but where that quote is escaped
         if at <= 0 or line[at - 2] == 0x5C:
             at = jsonio.string_end(line, start)
         if at - start > _LONG_TEXT:
             found.append((start, at))
-    return found or None
+        else:
+            short += at - start
+    return (found, short) if _guess else None
 
 
 def _put_back(record, longs):
@@ -587,7 +593,7 @@ class _Later:
 class _Reader:
     """Turns one session file's new lines into ledger entries."""
 
-    def __init__(self, book, entry):
+    def __init__(self, book, entry, finished):
         self.ledger = book
         self.entry = entry
         # (id, model, tokens, timestamp) of the response last priced: a message appended again
@@ -596,7 +602,8 @@ class _Reader:
         # The line of the message last read, up to where its calls would be added
         # (b'...,"toolCalls":['): a line that starts with it is that message again, with calls.
         self.again = None
-        self.finished = []  # the calls booked whose outcomes the wires have not had (flush)
+        self.finished = finished  # the calls booked whose outcomes the wires have not had
+        self.prices = {}  # model: pricing.gemini_pricer(model)
 
     def __call__(self, raw):
         self.line(raw)
@@ -674,18 +681,23 @@ class _Reader:
             priced = (key, model, tokens, record.get("timestamp"))
             if priced != self.priced:
                 self.priced = priced
-                pusd, known = pricing.gemini_cost(model, tokens)
-                out = number(tokens.get("output")) + number(tokens.get("thoughts"))
+                pricer = self.prices.get(model)
+                if pricer is None:
+                    pricer = self.prices[model] = pricing.gemini_pricer(model)
+                pusd, out = pricer[0](tokens)
+                known = pricer[1]
                 day = local_day(record.get("timestamp"))
                 self.ledger.usage(key, self.entry["agent"], model, pusd, known, out, day)
-        self._calls(record.get("toolCalls"))
+        calls = record.get("toolCalls")
+        if isinstance(calls, list):
+            self._calls(calls)
 
     def _calls(self, calls):
-        if isinstance(calls, list):
-            self._scope(calls)
-            for tool_call in calls:
-                if isinstance(tool_call, dict):
-                    self._outcome(tool_call)
+        """A message's calls (a list)."""
+        self._scope(calls)
+        for tool_call in calls:
+            if isinstance(tool_call, dict):
+                self._outcome(tool_call)
 
     def _scope(self, calls):
         """A message with calls: the one being written again when it holds a call booked from
@@ -720,36 +732,40 @@ class _Reader:
         entry["last"] = stamp
         booked.append(call_id)
         _keep(entry)
-        self.finished.append(tool_call)
-        if len(self.finished) >= _BATCH:
-            self.flush()
+        finished = self.finished
+        finished.append(tool_call)
+        if len(finished) >= _BATCH:
+            _work_out(self.ledger, finished)
 
-    def flush(self):
-        """The outcomes of the calls finished since the last flush go to the wires, in order
-        (read_all calls this once a file is read). The wires keep the last ledger.HIST outcomes
-        and count the failures in a row since the last success, and a cancel resets them: only
-        the last calls can still show. Walking back from the last, each outcome is worked out
-        until those are known; of the calls before them, only whether one was a cancel."""
-        finished, self.finished = self.finished, []
-        outcomes, kept, failing = [], 0, True
-        first = len(finished)
-        while first and (kept < ledger.HIST or failing):
-            first -= 1
-            outcome = _call_outcome(finished[first])
-            outcomes.append(outcome)
-            if outcome == "reset":
-                break
-            if outcome:
-                kept += 1
-                failing = failing and outcome == "fail"
-        book = self.ledger
-        if "reset" not in outcomes[-1:] and any(map(_cancelled, finished[:first])):
+
+def _work_out(book, finished):
+    """The outcomes of the calls finished (booked by every file read, in order) go to the wires,
+    in order, and finished is emptied. The wires keep the last ledger.HIST outcomes and count
+    the failures in a row since the last success, and a cancel resets them: only the last calls
+    can still show. Walking back from the last, each outcome is worked out until those are
+    known; of the calls before them, only whether one was a cancel, and only when the wires
+    count refusals (the outcomes after a cancel replace all it would reset but those)."""
+    outcomes, kept, failing = [], 0, True
+    first = len(finished)
+    while first and (kept < ledger.HIST or failing):
+        first -= 1
+        outcome = _call_outcome(finished[first])
+        outcomes.append(outcome)
+        if outcome == "reset":
+            break
+        if outcome:
+            kept += 1
+            failing = failing and outcome == "fail"
+    record = book.state["agents"].get("main")
+    cancels = first and "reset" not in outcomes[-1:] and record and record.get("ref")
+    if cancels and any(map(_cancelled, finished[:first])):
+        ledger.reset_agent(record)
+    for tool_call, outcome in zip(finished[first:], reversed(outcomes)):
+        if outcome == "reset":
             ledger.reset_agent(book.agent("main"))
-        for tool_call, outcome in zip(finished[first:], reversed(outcomes)):
-            if outcome == "reset":
-                ledger.reset_agent(book.agent("main"))
-            elif outcome:
-                text = _result_text(tool_call.get("result"))[0]
-                later = _Later(tool_call.get("name"), tool_call.get("args"), text)
-                book.complete_unseen("main", later)
-                book.outcome("main", None, outcome == "fail", later)
+        elif outcome:
+            text = _result_text(tool_call.get("result"))[0]
+            later = _Later(tool_call.get("name"), tool_call.get("args"), text)
+            book.complete_unseen("main", later)
+            book.outcome("main", None, outcome == "fail", later)
+    del finished[:]
