@@ -446,6 +446,13 @@ def test_past_the_limits_the_window_is_read_against_the_whole_ledger(
     assert state_of(guard_env, "ses_root")["spend"]["total"] == 45 * 10**9
 
 
+def test_a_first_read_keeps_the_rows_the_next_window_returns_again():
+    """What the next read may return again stays known: a row created before the window
+    does not (OpenCode's integer stamps); one whose stamp is not a number might."""
+    rows = [("m1", 1000), ("m2", 9000), ("m3", "9000"), ("m4", 8.5)]
+    assert opencode._window(rows, 10_000) == rows[1:]
+
+
 def test_a_late_row_is_read_after_its_window_was_read_finished(tmp_path, guard_env):
     db = make_db(tmp_path / "l.db")
     for n in range(5):

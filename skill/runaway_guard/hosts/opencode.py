@@ -195,10 +195,10 @@ def _read(book, db, path, root):
     entry = book.state["files"].setdefault(path, {"agent": "main"})
     done = entry.get("done")
     if not isinstance(done, list):
-        # an earlier guard's entry, or one past DONE_MAX or OPEN_MAX: the window's rows it
-        # counted are not known by id, and the ledger's recent responses may not hold them all
-        entry.pop("since", None)
-        book.load_known()
+        if entry.pop("since", None) is not None or "created" in entry:
+            # an earlier guard's entry, or one past DONE_MAX or OPEN_MAX: the window's rows it
+            # counted are not known by id, and the recent responses may not hold them all
+            book.load_known()
         done = ()
     done = {key for key in done if isinstance(key, str)}
     opened = entry.get("open")
@@ -213,7 +213,7 @@ def _read(book, db, path, root):
     params = {f"o{n}": key for n, key in enumerate(followed)}
     params.update(root=root, since=max(0, last - MARGIN_MS), new=last)
     expecting = book.expecting()
-    finished, still_open, created, parts = [], {}, last, ""
+    finished, still_open, created, parts, limit = [], {}, last, "", 2 * DONE_MAX
     for message_id, session, stamp, data in db.execute(query(len(followed), expecting), params):
         if message_id in done:
             finished.append((message_id, stamp))  # read finished before: not decoded again
@@ -228,8 +228,11 @@ def _read(book, db, path, root):
             counted = _step(book, agent, message_id, data, opened.get(message_id))
         if isinstance(counted, list):
             still_open[message_id] = counted
-        else:
-            finished.append((message_id, stamp))
+            continue
+        finished.append((message_id, stamp))
+        if len(finished) > limit:  # a first read: only the last rows are read again
+            finished = _window(finished, created)
+            limit = 2 * max(len(finished), DONE_MAX)
     if expecting:
         if last and not all(call_id in parts for call_id in book.waited()):
             params["new"] = params["since"]
@@ -240,12 +243,18 @@ def _read(book, db, path, root):
     # OpenCode's ids grow with time: the newest open steps are kept
     kept = sorted((k for k in still_open if isinstance(k, str)), reverse=True)[:OPEN_MAX]
     entry["open"] = {key: still_open[key] for key in kept}
-    if len(finished) > DONE_MAX:  # a first read: the next window holds its last rows only
-        finished = [row for row in finished if number(row[1]) >= created - MARGIN_MS]
+    if len(finished) > DONE_MAX:
+        finished = _window(finished, created)
     if len(kept) < len(still_open) or len(finished) > DONE_MAX:
         entry.pop("done", None)  # the next call reads the window against the whole ledger
     else:
         entry["done"] = [key for key, _ in finished]
+
+
+def _window(rows, created):
+    """The (id, time created) rows the next read's window may return again."""
+    since = created - MARGIN_MS
+    return [row for row in rows if not (isinstance(row[1], int) and row[1] < since)]
 
 
 def _outcomes(book, joined, still_open):
