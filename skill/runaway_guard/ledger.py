@@ -415,6 +415,10 @@ class Ledger:
         """Whether a raw line may hold the outcome of a call the wires are waiting for."""
         return any(tool_use_id.encode() in raw for tool_use_id in self._pending_owner)
 
+    def waited(self):
+        """The ids of the calls still waiting for their outcome, to look for in a host's rows."""
+        return list(self._pending_owner)
+
     def call(self, agent, tool_use_id, call_hash):
         """Remember a call until its outcome shows up in the transcript."""
         record = self.agent(agent)

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from guard_env import ROOT, SKILL
+from guard_env import ROOT, SKILL, GuardEnv
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from runaway_guard import hosts, ledger
@@ -299,12 +299,12 @@ def test_a_step_finished_after_newer_messages_moved_the_cursor_on_is_counted(tmp
     for n in range(3):  # the child works on: each call moves the cursor further on
         put_message(db, "ses_child", *step(f"c{n}", "mock", "x", 0.001, 10, 1), 100_000 * (n + 1))
         guard_env.run(model_call(db, "ses_child"))
-    assert state_of(guard_env, "ses_root")["files"][str(db)]["open"] == ["m1"]
+    assert state_of(guard_env, "ses_root")["files"][str(db)]["open"] == {"m1": [0, 0]}
     put_message(db, "ses_root", *step("m1", "mock", "x", 0.00321, 800, 40), 1000, 400_000)
     guard_env.run(model_call(db))
     state = state_of(guard_env, "ses_root")
     assert state["spend"]["agent"] == {"main": round(0.00321 * PICO), "ses_child": 3 * 10**9}
-    assert state["files"][str(db)]["open"] == []
+    assert state["files"][str(db)]["open"] == {}
 
 
 def test_a_call_still_running_when_the_cursor_moved_on_gets_its_outcome(tmp_path, guard_env):
@@ -317,13 +317,13 @@ def test_a_call_still_running_when_the_cursor_moved_on_gets_its_outcome(tmp_path
     put_message(db, "ses_root", "msg_p1", {"role": "assistant", "time": {"completed": 2}}, 1000)
     put_message(db, "ses_root", *step("m2", "mock", "x", 0.001, 10, 1), 900_000)
     guard_env.run(model_call(db))
-    assert state_of(guard_env, "ses_root")["files"][str(db)]["open"] == ["msg_p1"]
+    assert state_of(guard_env, "ses_root")["files"][str(db)]["open"] == {"msg_p1": None}
     failed = {"status": "completed", "output": "", "metadata": {"exit": 2}}
     put_part(db, "ses_root", "p1", dict(running, state=failed), 1000, 950_000)
     guard_env.run(model_call(db))
     state = state_of(guard_env, "ses_root")
     assert (state["agents"]["main"]["fails"], state["agents"]["main"]["pending"]) == (1, [])
-    assert state["files"][str(db)]["open"] == []
+    assert state["files"][str(db)]["open"] == {}
 
 
 def test_a_state_an_earlier_guard_followed_is_read_again_and_counted_once(tmp_path, guard_env):
@@ -341,7 +341,12 @@ def test_a_state_an_earlier_guard_followed_is_read_again_and_counted_once(tmp_pa
     guard_env.run(model_call(db))
     state = state_of(guard_env, "ses_root")
     assert state["spend"]["total"] == 41 * 10**9
-    assert state["files"][str(db)] == {"agent": "main", "created": 40_000, "open": []}
+    assert state["files"][str(db)] == {
+        "agent": "main",
+        "created": 40_000,
+        "open": {},
+        "done": [f"m{n:02d}" for n in range(41)],  # read finished: not decoded again
+    }
 
 
 @pytest.mark.parametrize("open_count", [0, 3])
@@ -349,10 +354,15 @@ def test_every_read_searches_opencodes_indexes(tmp_path, open_count):
     """No table is walked: the cost of a read is what is new, not the session's size."""
     with sqlite3.connect(tmp_path / "plan.db") as conn:
         conn.executescript(SCHEMA.read_text())
-        params = ("ses_root", 1000, *[f"msg_{n}" for n in range(open_count)])
+        params = {f"o{n}": f"msg_{n}" for n in range(open_count)}
+        params.update(root="ses_root", since=1000, new=2000)
         plans = [
             [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params)]
-            for sql in opencode.queries(open_count)
+            for sql in (
+                opencode.query(open_count, False),
+                opencode.query(open_count, True),
+                opencode.query(open_count, True, messages=False),
+            )
         ]
     for plan in plans:
         scans = [step for step in plan if step.startswith("SCAN")]
@@ -363,7 +373,200 @@ def test_every_read_searches_opencodes_indexes(tmp_path, open_count):
         assert any(step.endswith(by_time) for step in searches), plan
         by_id = "sqlite_autoindex_message_1 (id=?)"
         assert any(step.endswith(by_id) for step in searches) == bool(open_count), plan
-    assert "SEARCH part USING INDEX part_message_id_id_idx (message_id=?)" in plans[1]
+    parts = "SEARCH part USING INDEX part_message_id_id_idx (message_id=?)"
+    assert [parts in plan for plan in plans] == [False, True, True]
+
+
+# ---------------------------------------------------------------------------------------------
+# the margin's window, read again each call
+
+
+def tool_call(db, call_id, session="ses_root"):
+    return dict(
+        model_call(db, session),
+        hook_event_name="tool.execute.before",
+        call_id=call_id,
+        tool_name="bash",
+        tool_input={"command": f"echo {call_id}"},
+    )
+
+
+def test_steps_read_again_in_the_window_are_counted_once(tmp_path, guard_env):
+    """A model answering at once puts dozens of steps in the margin's 5 s, more than the
+    ledger's recent responses: each is counted once, and decoded once."""
+    db = make_db(tmp_path / "w.db")
+    for n in range(40):
+        put_message(db, "ses_root", *step(f"m{n:02d}", "mock", "x", 0.001, 10, 1), 1000 + 100 * n)
+        guard_env.run(model_call(db))
+    guard_env.run(model_call(db))
+    state = state_of(guard_env, "ses_root")
+    assert state["spend"]["total"] == 40 * 10**9
+    assert len(state["recent"]) < 40 == len(state["files"][str(db)]["done"])
+
+
+def test_a_step_counted_open_then_finished_is_counted_at_its_final_cost_once(tmp_path, guard_env):
+    """A step counted while open (one a crash left open, or a long one) is read again each
+    call as newer steps push it out of the ledger's recent responses: unchanged, it is not
+    counted again; finished, it is corrected once."""
+    db = make_db(tmp_path / "o.db")
+    put_message(db, "ses_root", *step("m00", "mock", "x", 0.001, 10, 1, done=False), 1000)
+    guard_env.run(model_call(db))
+    for n in range(1, 41):
+        put_message(db, "ses_root", *step(f"m{n:02d}", "mock", "x", 0.001, 10, 1), 1000 + n)
+        guard_env.run(model_call(db))
+    state = state_of(guard_env, "ses_root")
+    assert "m00" not in state["recent"]
+    assert state["spend"]["total"] == 41 * 10**9
+    put_message(db, "ses_root", *step("m00", "mock", "x", 0.003, 10, 5), 1000, 3000)
+    guard_env.run(model_call(db))
+    guard_env.run(model_call(db))
+    state = state_of(guard_env, "ses_root")
+    assert state["spend"]["total"] == 43 * 10**9
+    assert state["files"][str(db)]["open"] == {}
+
+
+@pytest.mark.parametrize("limit", ["DONE_MAX", "OPEN_MAX"])
+def test_past_the_limits_the_window_is_read_against_the_whole_ledger(
+    tmp_path, guard_env, monkeypatch, limit
+):
+    """More finished steps in the window than DONE_MAX, or open ones than OPEN_MAX: the
+    next call reads the window against the whole ledger, counted once."""
+    monkeypatch.setattr(opencode, limit, 2)
+    db = make_db(tmp_path / "x.db")
+    for n in range(40):
+        done = n % 8 != 3  # five steps stay open
+        put_message(
+            db, "ses_root", *step(f"m{n:02d}", "mock", "x", 0.001, 10, 1, done=done), 9000 + n
+        )
+        guard_env.run(model_call(db))
+    assert "done" not in state_of(guard_env, "ses_root")["files"][str(db)]
+    for n in range(3, 40, 8):
+        put_message(db, "ses_root", *step(f"m{n:02d}", "mock", "x", 0.002, 10, 2), 9000 + n)
+    guard_env.run(model_call(db))
+    assert state_of(guard_env, "ses_root")["spend"]["total"] == 45 * 10**9
+
+
+def test_a_first_read_keeps_the_rows_the_next_window_returns_again():
+    """What the next read may return again stays known: a row created before the window
+    does not (OpenCode's integer stamps); one whose stamp is not a number might."""
+    rows = [("m1", 1000), ("m2", 9000), ("m3", "9000"), ("m4", 8.5)]
+    assert opencode._window(rows, 10_000) == rows[1:]
+
+
+def test_a_late_row_is_read_after_its_window_was_read_finished(tmp_path, guard_env):
+    db = make_db(tmp_path / "l.db")
+    for n in range(5):
+        put_message(db, "ses_root", *step(f"m{n}", "mock", "x", 0.001, 10, 1), 10_000 + n)
+    guard_env.run(model_call(db))
+    guard_env.run(model_call(db))
+    put_message(db, "ses_root", *step("late", "mock", "x", 0.002, 10, 1), 9_000)  # committed now
+    guard_env.run(model_call(db))
+    guard_env.run(model_call(db))
+    assert state_of(guard_env, "ses_root")["spend"]["total"] == 7 * 10**9
+
+
+def test_an_outcome_in_a_step_read_finished_before_its_call_is_found(tmp_path, guard_env):
+    """A call's part is looked for in the steps new since the last read and the open ones (a
+    call runs before its step ends); a database written ahead of the hooks (a replay) has it
+    in a step already read finished: the window's parts are read then."""
+    db = make_db(tmp_path / "a.db")
+    put_message(db, "ses_root", *step("m1", "mock", "x", 0.001, 10, 1), 1000)
+    failed = {"type": "tool", "callID": "c1", "state": {"status": "error", "error": "boom"}}
+    put(db, "part", "p1", "ses_root", 1000, None, failed, message_id="m1")
+    guard_env.run(model_call(db))
+    guard_env.run(tool_call(db, "c1"))
+    put_message(db, "ses_root", *step("m2", "mock", "x", 0.001, 10, 1), 2000)
+    guard_env.run(model_call(db))
+    record = state_of(guard_env, "ses_root")["agents"]["main"]
+    assert (record["fails"], record["pending"]) == (1, [])
+
+
+def plain(monkeypatch):
+    """The reader without its shortcuts: every row of the window decoded and matched against
+    the whole ledger, the parts of the whole window read."""
+    read, query = opencode._read, opencode.query
+
+    def read_all(book, db, path, root):
+        book.state["files"].get(path, {}).pop("done", None)
+        read(book, db, path, root)
+
+    monkeypatch.setattr(opencode, "_read", read_all)
+    monkeypatch.setattr(opencode, "query", lambda *a, **k: query(*a, **k).replace(":new", ":since"))
+
+
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["step", "step", "open", "finish", "call", "outcome", "model"]),
+        st.integers(0, 10**6),
+        st.sampled_from(["ses_root", "ses_child"]),
+        st.integers(-4000, 700),  # a step's time after the newest: before it, a late commit
+    ),
+    min_size=1,
+    max_size=60,
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=OPS)
+def test_the_window_read_once_agrees_with_reading_it_all(tmp_path, guard_env, monkeypatch, ops):
+    """Steps (finished, open then finished, late), calls and their outcomes (in open steps,
+    in finished ones, running), read call after call: the same spend, outcomes and open
+    steps as the plain reader's, and the spend OpenCode stored."""
+    folder = tmp_path / f"w{next(EXAMPLES)}"
+    folder.mkdir()
+    db = make_db(folder / "w.db", children=[("ses_child", "ses_root")])
+    fast, slow = GuardEnv(folder / "fast"), GuardEnv(folder / "slow")
+    clock, steps, opened, calls = 100_000, [], [], []
+
+    def run(payload):
+        fast.run(payload, **NO_LIMITS)
+        with monkeypatch.context() as patched:
+            plain(patched)
+            slow.run(payload, **NO_LIMITS)
+
+    for op, value, session, offset in ops:
+        if op in ("step", "open") or not steps:
+            clock = max(clock, clock + offset)
+            message_id = f"msg_{len(steps):04d}"
+            data = step(
+                message_id, "mock", "x", (value + 1) / 10**6, 10, value % 50, done=op != "open"
+            )
+            put_message(db, session, *data, clock + min(offset, 0))
+            steps.append((message_id, session, clock + min(offset, 0)))
+            if op == "open":
+                opened.append(len(steps) - 1)
+        elif op == "finish" and opened:
+            message_id, session, stamp = steps[opened.pop(value % len(opened))]
+            data = step(message_id, "mock", "x", (value + 1) / 10**6, 10, value % 50 + 50)
+            put_message(db, session, *data, stamp)
+        elif op == "call":
+            calls.append((f"call_{len(calls)}", session))
+            run(tool_call(db, *calls[-1]))
+        elif op == "outcome" and calls:
+            call_id, session = calls[value % len(calls)]
+            status = ["completed", "error", "running"][value % 3]
+            state = {"status": status, "error": "boom", "output": "o", "metadata": {"exit": 0}}
+            message_id = steps[value % len(steps)][0]
+            part = {"type": "tool", "callID": call_id, "state": state}
+            put(db, "part", f"prt_{call_id}", session, 0, value, part, message_id=message_id)
+        else:
+            run(model_call(db, session))
+    for index in opened:
+        message_id, session, stamp = steps[index]
+        put_message(db, session, *step(message_id, "mock", "x", 0.5, 10, 99), stamp)
+    run(model_call(db))
+    states = [state_of(env, "ses_root") for env in (fast, slow)]
+    for state in states:
+        state["files"][str(db)].pop("done", None)
+    views = [
+        (s["spend"], {a: (r["fails"], r["hist"], r["pending"]) for a, r in s["agents"].items()})
+        for s in states
+    ]
+    assert views[0] == views[1]
+    assert states[0]["files"] == states[1]["files"]
+    assert states[0]["spend"]["total"] == stored_pico(db, ["ses_root", "ses_child"])
 
 
 # ---------------------------------------------------------------------------------------------

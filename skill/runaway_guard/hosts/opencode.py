@@ -13,11 +13,14 @@ Sessions (1.2.0 and later) live in one SQLite database, `$XDG_DATA_HOME/opencode
 OpenCode's own `cost` and `tokens`, and `part` rows, tool calls among them. Each call reads,
 through OpenCode's own indexes, only the messages created since the last one (`time_created`,
 with a margin for writes that commit late) and the steps still open then (no
-`time.completed`, or a tool call the guard waits for still running), by id; with them, their
-parts. So a call costs what is new, whatever the session's size. The older JSON-file storage
-(`storage/message/...`, 1.1.x and earlier, migrated by OpenCode itself on upgrade) is not
-read: without a database the guard still judges loops from the calls it is shown, but sees
-neither spend nor failures.
+`time.completed`, or a tool call the guard waits for still running), by id; of the margin's
+rows, it decodes only those it has not read finished before (a model that answers at once
+puts dozens of steps in it). The parts it reads are those of the new and the open steps,
+where a call's outcome is (a call runs before its step ends), and those of the whole window
+when a call waited for is not there. So a call costs what is new, whatever the session's
+size. The older JSON-file storage (`storage/message/...`, 1.1.x and earlier, migrated by
+OpenCode itself on upgrade) is not read: without a database the guard still judges loops from
+the calls it is shown, but sees neither spend nor failures.
 
 Spend is OpenCode's own `cost` per step, summed over the session tree. A step OpenCode could
 not price (`cost` 0 with tokens) is priced from its tokens with the guard's table; a model the
@@ -70,12 +73,15 @@ PLUGIN = "opencode"
 MARGIN_MS = 5000
 # Open steps followed by id, newest first: one per session running, or one a crash left open.
 OPEN_MAX = 64
+# Messages of the margin's window read finished, left out of the next read by id. Past this
+# many (hundreds of steps in 5 s), the next call reads the window against the whole ledger.
+DONE_MAX = 512
 FREE_PROVIDERS = ("opencode",)
 # How the plugin appends a note for the model to a tool's output.
 NOTE = "\n\n" + REFUSAL_PREFIX
 _RESET = ("The user rejected permission", "Tool execution aborted")
 _TREE = (
-    "WITH RECURSIVE tree(id) AS (SELECT ? UNION "
+    "WITH RECURSIVE tree(id) AS (SELECT :root UNION "
     "SELECT session.id FROM session JOIN tree ON session.parent_id = tree.id) "
 )
 
@@ -161,43 +167,111 @@ def _connect():
     return connect
 
 
-def queries(open_count):
-    """(messages, parts) SQL: the messages of the session tree created since a time, and the
-    open ones by id; both searched through OpenCode's indexes (session, time created; id;
-    message of a part). Parameters: the root session, the time, then the open ids."""
-    where = "session_id IN tree AND time_created >= ?"
+def query(open_count, parts, messages=True):
+    """The SQL of a read: the messages of the session tree created since `:since` and the open
+    ones by id (`:o0`, `:o1`...); with `parts`, one more row, the parts of the messages created
+    since `:new` and of the open ones, as one text, a part a line (JSON has no raw newline) led
+    by its message's id. Searched through OpenCode's indexes (session, time created; id;
+    message of a part)."""
+    followed = ""
     if open_count:
-        where += f" OR id IN ({', '.join('?' * open_count)})"
-    messages = f"{_TREE}SELECT id, session_id, time_created, data FROM message WHERE {where}"
-    parts = f"{_TREE}SELECT message_id, data FROM part WHERE message_id IN "
-    return messages, f"{parts}(SELECT id FROM message WHERE {where})"
+        followed = f" OR id IN ({', '.join(f':o{n}' for n in range(open_count))})"
+    sql = []
+    if messages:
+        sql.append(
+            "SELECT id, session_id, time_created, data FROM message"
+            f" WHERE session_id IN tree AND time_created >= :since{followed}"
+        )
+    if parts:
+        sql.append(
+            "SELECT NULL, NULL, NULL, group_concat(message_id || ' ' || data, char(10))"
+            " FROM part WHERE message_id IN (SELECT id FROM message"
+            f" WHERE session_id IN tree AND time_created >= :new{followed})"
+        )
+    return _TREE + " UNION ALL ".join(sql)
 
 
 def _read(book, db, path, root):
     entry = book.state["files"].setdefault(path, {"agent": "main"})
-    if entry.pop("since", None) is not None:
-        # followed by an earlier guard (by time_updated): read it all again, counted once
-        book.load_known()
-    created = number(entry.get("created"))
-    opened = entry.get("open") if isinstance(entry.get("open"), list) else []
-    opened = [key for key in opened if isinstance(key, str)][:OPEN_MAX]
-    messages, parts = queries(len(opened))
-    params = (root, max(0, created - MARGIN_MS), *opened)
-    still_open = set()
-    for message_id, session, stamp, data in db.execute(messages, params):
+    done = entry.get("done")
+    if not isinstance(done, list):
+        if entry.pop("since", None) is not None or "created" in entry:
+            # an earlier guard's entry, or one past DONE_MAX or OPEN_MAX: the window's rows it
+            # counted are not known by id, and the recent responses may not hold them all
+            book.load_known()
+        done = ()
+    done = {key for key in done if isinstance(key, str)}
+    opened = entry.get("open")
+    if isinstance(opened, list):  # an earlier guard's: the ids alone
+        opened = dict.fromkeys(key for key in opened if isinstance(key, str))
+    opened = opened if isinstance(opened, dict) else {}
+    followed = sorted((key for key in opened if isinstance(key, str)), reverse=True)[:OPEN_MAX]
+    last = number(entry.get("created"))
+    # The parts are read for the messages new since the last read and the open ones, where the
+    # calls waited for are (a call runs before its step ends), and for the whole window when
+    # one is not there (a late row, a database written ahead of its hooks).
+    params = {f"o{n}": key for n, key in enumerate(followed)}
+    params.update(root=root, since=max(0, last - MARGIN_MS), new=last)
+    expecting = book.expecting()
+    finished, still_open, created, parts, limit = [], {}, last, "", 2 * DONE_MAX
+    for message_id, session, stamp, data in db.execute(query(len(followed), expecting), params):
+        if message_id in done:
+            finished.append((message_id, stamp))  # read finished before: not decoded again
+            continue
+        if message_id is None:
+            parts = data if isinstance(data, str) else ""
+            continue
         created = max(created, number(stamp))
+        counted = None
         if isinstance(data, str) and '"assistant"' in data:
             agent = "main" if session == root else session
-            if not _step(book, agent, message_id, data):
-                still_open.add(message_id)
-    if book.expecting():
-        for message_id, data in db.execute(parts, params):
-            waited = isinstance(data, str) and '"tool"' in data and book.waiting_for(data.encode())
-            if waited and not _tool(book, data):
-                still_open.add(message_id)  # a call still running: its step is not done
+            counted = _step(book, agent, message_id, data, opened.get(message_id))
+        if isinstance(counted, list):
+            still_open[message_id] = counted
+            continue
+        finished.append((message_id, stamp))
+        if len(finished) > limit:  # a first read: only the last rows are read again
+            finished = _window(finished, created)
+            limit = 2 * max(len(finished), DONE_MAX)
+    if expecting:
+        if last and not all(call_id in parts for call_id in book.waited()):
+            params["new"] = params["since"]
+            parts = db.execute(query(len(followed), True, messages=False), params).fetchone()[-1]
+            parts = parts if isinstance(parts, str) else ""
+        _outcomes(book, parts, still_open)
     entry["created"] = created
     # OpenCode's ids grow with time: the newest open steps are kept
-    entry["open"] = sorted((k for k in still_open if isinstance(k, str)), reverse=True)[:OPEN_MAX]
+    kept = sorted((k for k in still_open if isinstance(k, str)), reverse=True)[:OPEN_MAX]
+    entry["open"] = {key: still_open[key] for key in kept}
+    if len(finished) > DONE_MAX:
+        finished = _window(finished, created)
+    if len(kept) < len(still_open) or len(finished) > DONE_MAX:
+        entry.pop("done", None)  # the next call reads the window against the whole ledger
+    else:
+        entry["done"] = [key for key, _ in finished]
+
+
+def _window(rows, created):
+    """The (id, time created) rows the next read's window may return again."""
+    since = created - MARGIN_MS
+    return [row for row in rows if not (isinstance(row[1], int) and row[1] < since)]
+
+
+def _outcomes(book, joined, still_open):
+    """Book the outcomes the parts in `joined` (one a line) hold for the calls the book waits
+    for; a step whose call still runs is followed until it ends. Only the lines naming such a
+    call are decoded, in their order."""
+    starts = set()
+    for call_id in book.waited():
+        at = joined.find(call_id)
+        while at >= 0:
+            starts.add(joined.rfind("\n", 0, at) + 1)
+            at = joined.find(call_id, at + 1)
+    for start in sorted(starts):
+        end = joined.find("\n", start)
+        message_id, _, data = joined[start : end if end >= 0 else len(joined)].partition(" ")
+        if '"tool"' in data and not _tool(book, data):
+            still_open.setdefault(message_id, None)
 
 
 def _dict(value):
@@ -219,9 +293,10 @@ def _pico(cost):
     return round(cost * 10**12)
 
 
-def _step(book, agent, message_id, data):
-    """One model step: OpenCode's cost, else its tokens priced with the table. Whether it is
-    finished (OpenCode rewrites a step's cost and tokens until it stamps `time.completed`)."""
+def _step(book, agent, message_id, data, counted):
+    """One model step: OpenCode's cost, else its tokens priced with the table. True once it is
+    finished (OpenCode rewrites a step's cost and tokens until it stamps `time.completed`),
+    else the [picodollars, output] counted so far (`counted`: what an earlier call counted)."""
     message = _row(data)
     if message.get("role") != "assistant":
         return True
@@ -237,8 +312,13 @@ def _step(book, agent, message_id, data):
     pusd, known = _pico(message.get("cost")), True
     if not pusd and (fresh or read or written or output) and provider not in FREE_PROVIDERS:
         pusd, known = _table_price(provider, model_id, fresh, read, written, output)
-    book.usage(message_id, agent, model, pusd, known, output, _day(message.get("time")))
-    return bool(_dict(message.get("time")).get("completed"))
+    if counted != [pusd, output]:
+        if counted is not None and message_id not in book.state["recent"]:
+            book.load_known()  # counted while open, then left the recent responses
+        book.usage(message_id, agent, model, pusd, known, output, _day(message.get("time")))
+    if _dict(message.get("time")).get("completed"):
+        return True
+    return [pusd, output]
 
 
 def _day(times):
