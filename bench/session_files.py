@@ -1094,6 +1094,7 @@ class OpenCode:
 
     def __init__(self):
         self.previous = None
+        self.db = None  # OpenCode keeps its database open all session: its WAL index stays
 
     def step(self, info, step):
         import sqlite3
@@ -1107,19 +1108,17 @@ class OpenCode:
         path = info["files"][0]
 
         def write():
-            db = sqlite3.connect(path, timeout=5)
-            try:
-                # this step's message; its tool part (the previous call's, finished) comes with
-                # the next step: OpenCode writes a call's part once it ran
-                db.execute(_OPENCODE_INSERT["message"], rows[0][1])
-                if previous:
-                    part = rows[2][1]
-                    data = json.loads(part[-1])
-                    data["callID"] = previous
-                    db.execute(_OPENCODE_INSERT["part"], (*part[:-1], json.dumps(data)))
-                db.commit()
-            finally:
-                db.close()
+            if self.db is None:
+                self.db = sqlite3.connect(path, timeout=5)
+            # this step's message; its tool part (the previous call's, finished) comes with the
+            # next step: OpenCode writes a call's part once it ran
+            self.db.execute(_OPENCODE_INSERT["message"], rows[0][1])
+            if previous:
+                part = rows[2][1]
+                data = json.loads(part[-1])
+                data["callID"] = previous
+                self.db.execute(_OPENCODE_INSERT["part"], (*part[:-1], json.dumps(data)))
+            self.db.commit()
 
         payload = {
             "runaway_guard_plugin": "opencode",
