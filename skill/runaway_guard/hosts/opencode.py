@@ -336,21 +336,8 @@ def _table_price(provider, model_id, fresh, read, written, output):
     The table is loaded only here: OpenCode prices almost every step itself."""
     from .. import pricing
 
-    if provider == "anthropic" or "claude" in model_id.lower():
-        usage = {
-            "input_tokens": fresh,
-            "cache_read_input_tokens": read,
-            "cache_creation_input_tokens": written,
-            "output_tokens": output,
-        }
-        return pricing.claude_cost(model_id, usage)
-    usage = {
-        "input_tokens": fresh + read + written,
-        "cached_input_tokens": read,
-        "cache_write_input_tokens": written,
-        "output_tokens": output,
-    }
-    return pricing.codex_cost(model_id, usage)
+    claude = provider == "anthropic" or "claude" in model_id.lower()
+    return pricing.token_pricer(model_id, claude)(fresh + read + written, read, written, output)
 
 
 def _tool(book, data):
