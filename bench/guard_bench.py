@@ -56,6 +56,10 @@ SUBAGENTS = 36
 # every 100 ms); the guard must answer within LATE_MARGIN_S of that write.
 LATE_S, LATE_CALLS, LATE_MARGIN_S = 0.05, 10, 0.05
 STATE_SUFFIXES = (".state", ".json")  # a session's state file (.json before marshal)
+# Hosts whose plugin keeps one guard running (`guard.py --serve`, runaway_guard/serve.py): a
+# call is its payload's line to that process and the answer's line back, timed from here; the
+# cold call starts the process.
+SERVED = {"opencode"}
 
 
 # -- sessions on disk, made once --------------------------------------------------------------
@@ -201,14 +205,56 @@ def state_files(work):
 # -- measuring one session ---------------------------------------------------------------------
 
 
+class Served:
+    """One `guard.py --serve` process, as a host's plugin keeps it; calls as Runner.run's."""
+
+    def __init__(self, guard, env):
+        self.started = time.perf_counter()
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", "-S", guard, "--serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+
+    def call(self, data):
+        """(wall seconds, peak RSS in MB, 0 or -1 if it ended, answer, b""): the first call
+        counts from the process's start."""
+        started, self.started = self.started or time.perf_counter(), None
+        self.process.stdin.write(data + b"\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        elapsed = time.perf_counter() - started
+        return elapsed, self.peak_rss(), 0 if line else -1, line.strip(), b""
+
+    def peak_rss(self):
+        """VmHWM, in MB (Linux's /proc; 0 elsewhere)."""
+        try:
+            with open(f"/proc/{self.process.pid}/status") as handle:
+                for line in handle:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return 0.0
+
+    def close(self):
+        _, err = self.process.communicate(timeout=60)
+        if self.process.returncode or err.strip():
+            print(f"  ! served guard: exit {self.process.returncode}, stderr {err[-300:]!r}")
+
+
 class Series:
-    """One series of calls on a session: each step's lines appended, then the guard run."""
+    """One series of calls on a session: each step's lines appended, then the guard run (a new
+    process a call, or a line to the process a served host keeps)."""
 
     def __init__(self, ctx, host, info, env):
         self.ctx, self.info, self.env = ctx, info, env
         self.generator = session_files.GENERATORS[host]()
         self.guard = [sys.executable, "-I", "-S", ctx.guard]
         self.step = 0
+        self.servers = {} if host in SERVED else None
 
     def call(self, env=None, late=None):
         """Run the guard on the next call; late: write its lines that many seconds after the
@@ -221,11 +267,23 @@ class Series:
         else:
             writer = threading.Timer(late, write)
             writer.start()
-        result = self.ctx.runner.run(self.guard, json.dumps(payload).encode(), env or self.env)
+        env = env or self.env
+        data = json.dumps(payload).encode()
+        if self.servers is None:
+            result = self.ctx.runner.run(self.guard, data, env)
+        else:
+            key = tuple(sorted(env.items()))
+            if key not in self.servers:
+                self.servers[key] = Served(self.ctx.guard, env)
+            result = self.servers[key].call(data)
         if writer:
             writer.join()
         check(result, f"{os.path.basename(self.env['RUNAWAY_GUARD_STATE_DIR'])} call")
         return result
+
+    def close(self):
+        for server in (self.servers or {}).values():
+            server.close()
 
 
 def instructions(argv, data=b"", env=None):
@@ -254,7 +312,9 @@ def measure(ctx, host, size_mb, subagents, full=True):
         colds, rss = [], []
         for _ in range(2):
             shutil.rmtree(work, ignore_errors=True)
-            result = Series(ctx, host, info, guard_env(work, info)).call()
+            cold = Series(ctx, host, info, guard_env(work, info))
+            result = cold.call()
+            cold.close()
             colds.append(result[0])
             rss.append(result[1])
             undo_appends(info)
@@ -291,13 +351,14 @@ def measure(ctx, host, size_mb, subagents, full=True):
         row["team_ratio"] = statistics.median(t / s for t, s in zip(teams, steadies))
         late = [series.call(late=LATE_S)[0] for _ in range(min(LATE_CALLS, ctx.calls))]
         row["late"] = statistics.median(late)
-    if full and ctx.instructions:
+    if full and ctx.instructions and host not in SERVED:
         write, payload = series.generator.step(info, series.step)
         series.step += 1
         write()
         floor = instructions([sys.executable, "-I", "-S", "-c", "pass"])
         steady = instructions(series.guard, json.dumps(payload).encode(), env)
         row["instructions"] = (steady, floor)
+    series.close()
     files = state_files(work)
     row["state"] = sum(os.path.getsize(p) for p in files if p.endswith(STATE_SUFFIXES))
     row["ledger"] = sum(os.path.getsize(p) for p in files if p.endswith(".ledger"))
@@ -415,6 +476,13 @@ def report(ctx, rows, flats, prune, missing):
         f"steady call before it; late: the host writes the call {LATE_S * 1000:.0f} ms after "
         "the hook started"
     )
+    served = sorted({row["host"] for row in rows} & SERVED)
+    if served:
+        print(
+            f"served ({', '.join(served)}): the host's plugin keeps one `guard.py --serve` "
+            "running; steady: a payload's line to it and the answer back; cold: its start and "
+            "first answer; peak RSS: the process's over all its calls"
+        )
     print()
     header = (
         "| host     | session     |  steady |   floor | ratio |    cold |     cat | peak RSS "

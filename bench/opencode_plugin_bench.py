@@ -6,15 +6,17 @@
 Builds an OpenCode 1.18.33 database (its own schema, tests/fixtures/opencode/schema.sql) with a root
 session and two subagent sessions holding --steps model steps in all (each an assistant message
 with cost and tokens, a tool part, step-start and step-finish parts), then loads the plugin
-(skill/runaway_guard/hosts/opencode_plugin.js, filled in as the installer does, running this
-interpreter with `-I -S guard.py`) in OpenCode's own runtime: the Bun inside the pinned
-`opencode` binary (`BUN_BE_BUN=1`, from tests/e2e/hosts_install.sh), else Node. There it times:
+(skill/runaway_guard/hosts/opencode_plugin.js, filled in as the installer does: it keeps this
+interpreter running `-I -S guard.py --serve`) in OpenCode's own runtime: the Bun inside the
+pinned `opencode` binary (`BUN_BE_BUN=1`, from tests/e2e/hosts_install.sh), else Node. There it
+times:
 
 - bare: spawning `python -I -S -c pass` from the same runtime and waiting for it (the floor);
 - tool: one `tool.execute.before` of the plugin, after one step was appended (a new assistant
   message and the previous call's finished tool part), the guard's state warm;
 - model: one `chat.params`, after one step was appended;
-- cold: the plugin's first call on the whole database, with no guard state.
+- cold: the plugin's first call on the whole database, with no guard state: it starts the
+  guard.
 
 Medians of --calls calls. It prints a table and always exits 0: it is a report.
 """
@@ -233,14 +235,24 @@ def main():
         rows.append((steps, bench(steps, args.calls)))
     print(f"{rows[0][1]['runtime']}, {sys.executable} -I -S; medians of {args.calls} calls")
     print()
-    print("| database           | bare python -I -S | tool.execute.before | chat.params | cold  |")
-    print("|--------------------|-------------------|---------------------|-------------|-------|")
+    header = ["database", "bare python -I -S", "tool.execute.before", "chat.params", "cold"]
+    table = []
     for steps, r in rows:
         bare = min(r["bare"], r["bare_again"])
-        print(
-            f"| {steps:>5} steps, 3 ses | {bare:>13.1f} ms | {r['tool']:>9.1f} ms "
-            f"(+{r['tool'] - bare:>4.1f}) | {r['model']:>8.1f} ms | {r['cold']:>5.0f} ms |"
+        table.append(
+            [
+                f"{steps} steps, 3 sessions",
+                f"{bare:.1f} ms",
+                f"{r['tool']:.1f} ms ({r['tool'] / bare:.2f}x)",
+                f"{r['model']:.1f} ms ({r['model'] / bare:.2f}x)",
+                f"{r['cold']:.0f} ms",
+            ]
         )
+    widths = [max(len(cell) for cell in column) for column in zip(header, *table)]
+    print("| " + " | ".join(name.ljust(w) for name, w in zip(header, widths)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for (_, r), cells in zip(rows, table):
+        print("| " + " | ".join(cell.rjust(w) for cell, w in zip(cells, widths)) + " |")
         if r.get("fail_open"):
             print("  (the guard failed open during this run: see its hook.log)")
 

@@ -1109,7 +1109,7 @@ class OpenCode:
 
         def write():
             if self.db is None:
-                self.db = sqlite3.connect(path, timeout=5)
+                self.db = sqlite3.connect(path, timeout=5, check_same_thread=False)
             # this step's message; its tool part (the previous call's, finished) comes with the
             # next step: OpenCode writes a call's part once it ran
             self.db.execute(_OPENCODE_INSERT["message"], rows[0][1])

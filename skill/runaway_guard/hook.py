@@ -28,21 +28,13 @@ _after = []  # what finish() does once the answer is out: the host's end_run
 
 def main():
     """The hook process (guard.py): the answer to stdin's payload on stdout, then an
-    out-of-band stop if one is due, then exit 0 without the interpreter's teardown. Whatever
-    happens it prints nothing or one valid answer; its own errors go to hook.log as a
-    `fail-open` line, never into a blocked call."""
-    answer, data, answered = "", b"", False
+    out-of-band stop if one is due, then exit 0 without the interpreter's teardown."""
+    data = b""
     try:
         data = sys.stdin.buffer.read(MAX_INPUT + 1)
-        answer = run(data, fs.environ)
-        answered = True
-    except BaseException as error:
-        try:
-            answer = neutral(data, fs.environ)  # Cursor blocks a call left unanswered
-            state_dir = config.load(None).state_dir
-            _log(state_dir, "fail-open", f"{type(error).__name__}: {error}")
-        except BaseException:
-            pass
+    except BaseException:
+        pass
+    answer, answered = respond(data)
     if answer:
         try:
             sys.stdout.write(answer + "\n")
@@ -55,6 +47,23 @@ def main():
         except BaseException:
             pass
     fs._exit(0)
+
+
+def respond(data):
+    """(the answer line for one payload, or '', whether it was worked out). Whatever happens it
+    is nothing or one valid answer; the guard's own errors go to hook.log as a `fail-open`
+    line, never into a blocked call."""
+    try:
+        return run(data, fs.environ), True
+    except BaseException as error:
+        answer = ""
+        try:
+            answer = neutral(data, fs.environ)  # Cursor blocks a call left unanswered
+            state_dir = config.load(None).state_dir
+            _log(state_dir, "fail-open", f"{type(error).__name__}: {error}")
+        except BaseException:
+            pass
+        return answer, False
 
 
 def _log(state_dir, kind, text):

@@ -14,6 +14,8 @@ request is never sent, ``opencode run`` exits 1 with the reason) or when the scr
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -79,9 +81,39 @@ class OpenCode:
         return self.home.config_dir / "skills" / "runaway-guard"
 
     def run(self, prompt: str = "Go.", **kwargs):
-        run = run_opencode(self.home, prompt, env=self.person.host_env(), **kwargs)
+        """One `opencode run`; self.guard_pids: the guard processes seen while it ran."""
+        self.guard_pids, running = set(), threading.Event()
+
+        def watch():
+            while not running.wait(0.02):
+                self.guard_pids.update(self.guards_running())
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            run = run_opencode(self.home, prompt, env=self.person.host_env(), **kwargs)
+        finally:
+            running.set()
+            watcher.join()
         assert run.session_id, f"{run!r}\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}"
+        deadline = time.monotonic() + 10
+        while self.guards_running() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not self.guards_running(), "the guard outlived OpenCode (guard.py --serve)"
         return run
+
+    def guards_running(self) -> list:
+        """The pids of this person's guard processes (`guard.py --serve`, kept by the plugin)."""
+        guard = str(self.skill / "skill" / "guard.py").encode()
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if guard in argv and b"--serve" in argv:
+                found.append(int(entry.name))
+        return found
 
     def status(self, session_id: str) -> dict:
         return self.person.status(self.skill, session_id)
@@ -150,6 +182,7 @@ def test_polls_and_edit_and_retest_are_never_refused(tmp_path):
     assert (opencode.person.project / "c").read_text().strip() == "6"
     assert opencode.marker("runs.txt") == ["v"] * 3
     assert opencode.status(run.session_id)["blocked"] is None
+    assert len(opencode.guard_pids) == 1  # one guard process answered the whole run
 
 
 def test_spend_cap_ends_the_run_at_the_next_model_request(tmp_path):

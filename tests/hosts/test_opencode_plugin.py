@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 from guard_env import SKILL
@@ -40,18 +41,32 @@ for (const [name, input, output] of JSON.parse(stepsJson)) {
 console.log(JSON.stringify(results));
 """
 
+# A stand-in for `guard.py --serve`: a payload a line in, an answer a line out. "crash" exits 3,
+# "sleep" answers late, "upgraded" ends the process unanswered the first time (as the guard
+# does when the skill changed under it).
 ANSWERING_GUARD = r"""import json, os, sys
-payload = json.loads(sys.stdin.read())
-with open(os.environ["PAYLOAD_LOG"], "a") as fh:
-    fh.write(json.dumps(payload) + "\n")
+assert sys.argv[1:] == ["--serve"], sys.argv
 answers = json.loads(os.environ["ANSWERS"])
-answer = answers.get(payload.get("tool_name") or payload["hook_event_name"])
-if answer == "crash":
-    sys.exit(3)
-if answer == "sleep":
-    import time; time.sleep(5)
-elif answer is not None:
-    print(answer if isinstance(answer, str) else json.dumps(answer))
+for line in sys.stdin:
+    payload = json.loads(line)
+    with open(os.environ["PAYLOAD_LOG"], "a") as fh:
+        fh.write(json.dumps({**payload, "pid": os.getpid()}) + "\n")
+    answer = answers.get(payload.get("tool_name") or payload["hook_event_name"])
+    if answer == "crash":
+        sys.exit(3)
+    if answer == "upgraded":
+        marker = os.environ["PAYLOAD_LOG"] + ".upgraded"
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            sys.exit(0)
+        answer = {"decision": "deny", "reason": "from the new guard"}
+    if answer == "sleep":
+        import time; time.sleep(5)
+        answer = None
+    print("" if answer is None else answer if isinstance(answer, str) else json.dumps(answer))
+    sys.stdout.flush()
+with open(os.environ["PAYLOAD_LOG"] + ".ended", "a") as fh:
+    fh.write(f"{os.getpid()}\n")
 """
 
 
@@ -92,8 +107,9 @@ def run_plugin(
     results = json.loads(proc.stdout)
     log = tmp_path / "payloads.jsonl"
     payloads = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    pids = {payload.pop("pid") for payload in payloads}
     hook_log = home / ".local" / "state" / "runaway-guard" / "hook.log"
-    return results, payloads, hook_log.read_text() if hook_log.exists() else ""
+    return results, payloads, hook_log.read_text() if hook_log.exists() else "", pids
 
 
 def tool(name, args, session="ses_root", call_id="call_1"):
@@ -135,7 +151,9 @@ def test_payloads_and_obeying_the_answers(tmp_path):
         tool("read", {"filePath": "a"}, "ses_child", "call_2"),
         after,
     ]
-    results, payloads, log = run_plugin(tmp_path, steps, answers, parents={"ses_child": "ses_root"})
+    results, payloads, log, pids = run_plugin(
+        tmp_path, steps, answers, parents={"ses_child": "ses_root"}
+    )
     assert results[0] == {"second_copy": 0, "other": 4}  # installed twice: hooks once
     assert results[1]["threw"] == "runaway-guard stopped it"
     assert results[2]["threw"] == "runaway-guard: refused"
@@ -170,13 +188,33 @@ def test_payloads_and_obeying_the_answers(tmp_path):
     assert payloads[2]["agent_session_id"] == "ses_child"
     assert payloads[2]["prompt_id"] is None
     assert len(payloads) == 3 and log == ""
+    assert len(pids) == 1  # one guard answered every call
+    ended = tmp_path / "payloads.jsonl.ended"
+    deadline = time.monotonic() + 10
+    while not ended.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert ended.read_text().split() == [str(pid) for pid in pids]  # ended with Node's exit
+
+
+def test_a_guard_that_ends_unanswered_is_started_again_for_the_call(tmp_path):
+    results, payloads, log, pids = run_plugin(
+        tmp_path, [tool("bash", {"command": "ls"}), params()], {"bash": "upgraded"}
+    )
+    assert results[1]["threw"] == "from the new guard"
+    assert results[2]["ok"]
+    assert [p["hook_event_name"] for p in payloads] == [
+        "tool.execute.before",
+        "tool.execute.before",
+        "chat.params",
+    ]
+    assert len(pids) == 2 and log == ""
 
 
 def test_database_follows_opencodes_variables(tmp_path):
     env = {"XDG_DATA_HOME": str(tmp_path / "data"), "OPENCODE_DB": "other.db"}
-    _, payloads, _ = run_plugin(tmp_path, [params()], env=env)
+    _, payloads, _, _ = run_plugin(tmp_path, [params()], env=env)
     assert payloads[0]["database"] == str(tmp_path / "data" / "opencode" / "other.db")
-    _, payloads, _ = run_plugin(tmp_path, [params()], env={"OPENCODE_DB": "/abs/x.db"})
+    _, payloads, _, _ = run_plugin(tmp_path, [params()], env={"OPENCODE_DB": "/abs/x.db"})
     assert payloads[-1]["database"] == "/abs/x.db"
 
 
@@ -191,7 +229,7 @@ def test_database_follows_opencodes_variables(tmp_path):
 )
 def test_fails_open_with_a_line_in_the_guards_log(tmp_path, answer, python, logged):
     answers = {"bash": answer, "chat.params": answer}
-    results, _, log = run_plugin(
+    results, _, log, _ = run_plugin(
         tmp_path,
         [tool("bash", {"command": "ls"}), params()],
         answers,

@@ -63,45 +63,86 @@ function failOpen(reason) {
   } catch {}
 }
 
+// The running guard (guard.py --serve), started by the first call: one interpreter answers
+// every call of this OpenCode process, a payload a line in and its answer a line out (empty for
+// none), in order. It ends when OpenCode does (its input closes), and by itself when the skill
+// was upgraded: the calls it leaves unanswered go once to a new one.
+let guard = null;
+
+function startGuard() {
+  const [file, ...args] = command();
+  const child = spawn(file, [...args, "--serve"], { stdio: ["pipe", "pipe", "ignore"], windowsHide: true });
+  const running = { child, waiting: [], out: "", dead: false };
+  child.on("error", (error) => ended(running, `cannot run ${file}: ${error.message}`));
+  child.on("close", (code, signal) => ended(running, `guard exited with ${code === null ? signal : code}`));
+  child.stdin.on("error", () => {});
+  child.stdout.setEncoding("utf8");
+  child.stdout.on("data", (chunk) => {
+    if (running.dead) return;
+    running.out += chunk;
+    for (let end = running.out.indexOf("\n"); end >= 0; end = running.out.indexOf("\n")) {
+      const line = running.out.slice(0, end).trim();
+      running.out = running.out.slice(end + 1);
+      const request = running.waiting.shift();
+      if (request) answered(request, line);
+    }
+  });
+  // A call waiting keeps OpenCode alive with its timer; an idle guard does not.
+  for (const handle of [child, child.stdin, child.stdout]) {
+    try { handle.unref(); } catch {}
+  }
+  return running;
+}
+
+function ended(running, problem) {
+  running.dead = true;
+  if (guard === running) guard = null;
+  for (const request of running.waiting.splice(0)) {
+    clearTimeout(request.timer);
+    if (request.retried) finish(request, null, problem);
+    else send({ ...request, retried: true });
+  }
+}
+
+function send(request) {
+  try {
+    guard ??= startGuard();
+  } catch (error) {
+    return finish(request, null, `cannot start the guard: ${error.message}`);
+  }
+  const running = guard;
+  running.waiting.push(request);
+  request.timer = setTimeout(() => {
+    running.dead = true; // its answers can no longer be matched to their calls
+    if (guard === running) guard = null;
+    const at = running.waiting.indexOf(request);
+    if (at >= 0) running.waiting.splice(at, 1);
+    finish(request, null, `guard timed out after ${TIMEOUT_MS} ms`);
+    try { running.child.kill("SIGKILL"); } catch {}
+  }, TIMEOUT_MS);
+  running.child.stdin.write(request.line);
+}
+
+function answered(request, line) {
+  if (!line) return finish(request, null);
+  try {
+    const answer = JSON.parse(line);
+    finish(request, answer && typeof answer === "object" ? answer : null);
+  } catch {
+    finish(request, null, `unreadable answer: ${line.slice(0, 200)}`);
+  }
+}
+
+function finish(request, answer, problem) {
+  clearTimeout(request.timer);
+  if (problem) failOpen(problem);
+  request.resolve(answer);
+}
+
 // The guard's answer (an object) or null; never throws, never waits longer than TIMEOUT_MS.
 function ask(payload) {
   return new Promise((resolve) => {
-    const [file, ...args] = command();
-    let out = "";
-    let done = false;
-    let timer = null;
-    const finish = (answer, problem) => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      if (problem) failOpen(problem);
-      resolve(answer);
-    };
-    let child;
-    try {
-      child = spawn(file, args, { stdio: ["pipe", "pipe", "ignore"], windowsHide: true });
-    } catch (error) {
-      return finish(null, `cannot start ${file}: ${error.message}`);
-    }
-    timer = setTimeout(() => {
-      try { child.kill("SIGKILL"); } catch {}
-      finish(null, `guard timed out after ${TIMEOUT_MS} ms`);
-    }, TIMEOUT_MS);
-    child.on("error", (error) => finish(null, `cannot run ${file}: ${error.message}`));
-    child.stdout.on("data", (chunk) => { out += chunk; });
-    child.on("close", (code, signal) => {
-      if (code !== 0) return finish(null, `guard exited with ${code === null ? signal : code}`);
-      const line = out.trim();
-      if (!line) return finish(null);
-      try {
-        const answer = JSON.parse(line);
-        finish(answer && typeof answer === "object" ? answer : null);
-      } catch {
-        finish(null, `unreadable answer: ${line.slice(0, 200)}`);
-      }
-    });
-    child.stdin.on("error", () => {});
-    child.stdin.end(JSON.stringify(payload));
+    send({ line: JSON.stringify(payload) + "\n", resolve, retried: false, timer: null });
   });
 }
 
