@@ -14,7 +14,7 @@ from pathlib import Path
 from guard_env import GUARD, ROOT, SKILL, GuardEnv, fuzz
 from hypothesis import given
 from hypothesis import strategies as st
-from runaway_guard import hook
+from runaway_guard import hook, serve
 
 FIXTURES = ROOT / "tests" / "fixtures" / "opencode"
 
@@ -109,6 +109,7 @@ def test_a_skill_changed_under_it_ends_it_before_the_next_answer(tmp_path, guard
     assert served.ask(loop_call(0)) == b"\n"
     money = skill / "runaway_guard" / "money.py"
     money.write_text(money.read_text() + "\n")  # an upgrade
+    time.sleep(serve.STAMP_EVERY_S)
     assert served.ask(loop_call(1)) == b""  # ended, unanswered: the plugin asks a new one
     assert served.close() == (0, b"", b"")
 

@@ -113,13 +113,13 @@ function send(request) {
   const running = guard;
   running.waiting.push(request);
   request.timer = setTimeout(() => {
-    running.dead = true; // its answers can no longer be matched to their calls
+    running.dead = true; // its later answers could no longer be matched to their calls
     if (guard === running) guard = null;
     const at = running.waiting.indexOf(request);
     if (at >= 0) running.waiting.splice(at, 1);
     finish(request, null, `guard timed out after ${TIMEOUT_MS} ms`);
     try { running.child.kill("SIGKILL"); } catch {}
-  }, TIMEOUT_MS);
+  }, Math.max(0, request.deadline - Date.now()));
   running.child.stdin.write(request.line);
 }
 
@@ -142,7 +142,8 @@ function finish(request, answer, problem) {
 // The guard's answer (an object) or null; never throws, never waits longer than TIMEOUT_MS.
 function ask(payload) {
   return new Promise((resolve) => {
-    send({ line: JSON.stringify(payload) + "\n", resolve, retried: false, timer: null });
+    const deadline = Date.now() + TIMEOUT_MS;
+    send({ line: JSON.stringify(payload) + "\n", resolve, deadline, retried: false, timer: null });
   });
 }
 
