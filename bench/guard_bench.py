@@ -9,7 +9,8 @@
 
 Sessions come from bench/session_files.py (one generator per host, in the shapes each host
 writes) and are made once under bench/.data/ (gitignored), then reused. The guard runs as
-installed, `<python> -I -S guard.py`, with this interpreter; side by side in the same run:
+installed, `<python> -I -S guard.py`, with this interpreter (on a host whose plugin keeps it
+running, OpenCode, `guard.py --serve`, a call a line); side by side in the same run:
 
 - floor: `<python> -I -S -c pass`, run right before each steady call (the ratio compares
   medians of the two series, so a machine busy with other work weighs on both);
@@ -210,10 +211,10 @@ def state_files(work):
 class Served:
     """One `guard.py --serve` process, as a host's plugin keeps it; calls as Runner.run's."""
 
-    def __init__(self, guard, env):
+    def __init__(self, guard, env, prefix=()):
         self.started = time.perf_counter()
         self.process = subprocess.Popen(
-            [sys.executable, "-I", "-S", guard, "--serve"],
+            [*prefix, sys.executable, "-I", "-S", guard, "--serve"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -242,9 +243,11 @@ class Served:
         return 0.0
 
     def close(self):
-        _, err = self.process.communicate(timeout=60)
-        if self.process.returncode or err.strip():
+        """Its stderr, once it ended (the end of its input ends it)."""
+        _, err = self.process.communicate(timeout=600)
+        if self.process.returncode:
             print(f"  ! served guard: exit {self.process.returncode}, stderr {err[-300:]!r}")
+        return err
 
 
 class Series:
@@ -285,20 +288,38 @@ class Series:
 
     def close(self):
         for server in (self.servers or {}).values():
-            server.close()
+            err = server.close()
+            if err.strip():
+                print(f"  ! served guard: stderr {err[-300:]!r}")
+
+
+CALLGRIND = ("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null")
 
 
 def instructions(argv, data=b"", env=None):
     """The instructions one run executes (callgrind): a figure the machine's load does not move,
     to read beside the times."""
-    done = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
-        input=data,
-        env=env,
-        capture_output=True,
-        check=False,
-    )
-    found = [line for line in done.stderr.decode().splitlines() if "Collected :" in line]
+    done = subprocess.run([*CALLGRIND, *argv], input=data, env=env, capture_output=True)
+    return collected(done.stderr)
+
+
+def served_instructions(series, env, calls=10):
+    """One served call's instructions: callgrind over a guard serving 1 call and over one
+    serving 1 + calls, the difference a call."""
+    counts = []
+    for count in (1, 1 + calls):
+        server = Served(series.ctx.guard, env, CALLGRIND)
+        for _ in range(count):
+            write, payload = series.generator.step(series.info, series.step)
+            series.step += 1
+            write()
+            server.call(json.dumps(payload).encode())
+        counts.append(collected(server.close()))
+    return None if None in counts else (counts[1] - counts[0]) // calls
+
+
+def collected(stderr):
+    found = [line for line in stderr.decode().splitlines() if "Collected :" in line]
     return int(found[-1].split(":")[-1]) if found else None
 
 
@@ -355,12 +376,15 @@ def measure(ctx, host, size_mb, subagents, full=True):
         )
         late = [series.call(late=LATE_S)[0] for _ in range(min(LATE_CALLS, ctx.calls))]
         row["late"] = statistics.median(late)
-    if full and ctx.instructions and host not in SERVED:
-        write, payload = series.generator.step(info, series.step)
-        series.step += 1
-        write()
+    if full and ctx.instructions:
         floor = instructions([sys.executable, "-I", "-S", "-c", "pass"])
-        steady = instructions(series.guard, json.dumps(payload).encode(), env)
+        if host in SERVED:
+            steady = served_instructions(series, env)
+        else:
+            write, payload = series.generator.step(info, series.step)
+            series.step += 1
+            write()
+            steady = instructions(series.guard, json.dumps(payload).encode(), env)
         row["instructions"] = (steady, floor)
     series.close()
     files = state_files(work)
@@ -529,7 +553,10 @@ def report(ctx, rows, flats, prune, missing):
     counted = [row for row in rows if all(row.get("instructions") or [None])]
     if counted:
         print()
-        print("instructions (callgrind): one steady call against `python -I -S -c pass`")
+        print(
+            "instructions (callgrind): one steady call against `python -I -S -c pass` (served:"
+            " a guard serving 11 calls less one serving 1, over 10)"
+        )
         for row in counted:
             steady, floor = row["instructions"]
             print(
