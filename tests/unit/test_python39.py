@@ -67,3 +67,27 @@ def test_guard_status_and_installer_on_python_39(tmp_path, guard_env):
     command = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     assert command.startswith(f"'{python}' -I -S ")
     assert Path(home / ".codex" / "skills" / "runaway-guard" / "skill" / "guard.py").exists()
+
+
+def test_the_served_guard_on_python_39(guard_env):
+    """OpenCode's plugin keeps `guard.py --serve` running: a line in, a line out, on 3.9 too."""
+    call = {
+        "runaway_guard_plugin": "opencode",
+        "hook_event_name": "tool.execute.before",
+        "session_id": "ses_39",
+        "tool_name": "bash",
+        "tool_input": {"command": "ls"},
+        "cwd": "/proj",
+    }
+    lines = [b"junk"] + [json.dumps(dict(call, call_id=f"c{n}")).encode() for n in range(5)]
+    done = subprocess.run(
+        [python39(), "-I", "-S", str(GUARD), "--serve"],
+        input=b"\n".join(lines) + b"\n",
+        capture_output=True,
+        env=guard_env.env,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stderr == b""
+    answers = done.stdout.split(b"\n")
+    assert answers[:5] == [b""] * 5 and answers[6:] == [b""]
+    assert json.loads(answers[5])["decision"] == "tell"  # the 5th identical call
