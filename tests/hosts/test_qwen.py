@@ -6,14 +6,15 @@ the real run.
 """
 
 import json
+import os
 import shutil
 
 import pytest
 from guard_env import ROOT, fuzz
 from hypothesis import given
 from hypothesis import strategies as st
-from runaway_guard import hook, hosts, ledger
-from runaway_guard.calls import MODEL, TOOL
+from runaway_guard import fs, hook, hosts, ledger
+from runaway_guard.calls import MODEL, TOOL, Call
 from runaway_guard.decisions import ASK, DENY, STOP, TELL, fit
 from runaway_guard.hosts import qwen
 
@@ -122,6 +123,34 @@ def test_a_subagents_responses_are_booked_to_it(tmp_path):
         + table_cost("gpt-4.1", {"input_tokens": 3200, "output_tokens": 20, "cached_tokens": 2944}),
         abs=1e-9,
     )
+
+
+def test_a_quiet_subagents_folder_is_not_listed_again(tmp_path, monkeypatch):
+    """A call on an unchanged subagents folder costs a stat, not a listing; a new agent file
+    is still found."""
+    recorded = FIXTURES / "subagent"
+    session = lines(recorded / "hook_inputs.jsonl")[0]["session_id"]
+    chat = tmp_path / "chats" / f"{session}.jsonl"
+    shutil.copytree(recorded / "chats", chat.parent)
+    folder = tmp_path / "subagents" / session
+    shutil.copytree(recorded / "subagents" / session, folder)
+    os.utime(folder, (1_700_000_000, 1_700_000_000))
+    call = Call("qwen", session, transcript_path=str(chat))
+
+    def sync():
+        with ledger.Ledger(str(tmp_path / "state"), "qwen", session) as book:
+            qwen.sync(book, call)
+            return {path: entry["agent"] for path, entry in book.state["files"].items()}
+
+    first = sync()
+    listed = []
+    real_listdir = fs.listdir
+    monkeypatch.setattr(fs, "listdir", lambda path: listed.append(path) or real_listdir(path))
+    assert sync() == first and listed == []
+    new = folder / "agent-general-purpose-call_new.jsonl"
+    new.write_text("")
+    assert sync() == {**first, str(new): "general-purpose-call_new"}
+    assert listed == [str(folder)]
 
 
 def test_failures_count_and_the_guards_own_refusal_does_not(tmp_path):

@@ -119,6 +119,29 @@ def read_all(book, main, reader):
                 raise
 
 
+def listing(seen, folder):
+    """The names in folder, or None when it has not changed since it was last listed: its
+    files are followed already (a file added or removed changes the folder's modification
+    time). seen maps each folder to that time, kept only once it is a second old: a file made
+    within the same clock tick as the listing would not change it."""
+    try:
+        stamp = fs.stat(folder).st_mtime_ns
+    except OSError:
+        seen.pop(folder, None)
+        return None
+    if seen.get(folder) == stamp:
+        return None
+    try:
+        names = fs.listdir(folder)
+    except OSError:
+        return None
+    if time.time_ns() - stamp > 10**9:
+        seen[folder] = stamp
+    else:
+        seen.pop(folder, None)
+    return names
+
+
 def first_line(path, limit=1 << 20):
     """The first line of a regular file, at most limit bytes; OSError for anything else.
 

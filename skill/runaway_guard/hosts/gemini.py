@@ -26,7 +26,7 @@ from .. import fs, jsonio, ledger, pricing
 from ..calls import MODEL, PROMPT, RESULT, Call, fingerprint, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import head_types
-from ._files import LONG, each_line, local_day, read_all
+from ._files import LONG, each_line, listing, local_day, read_all
 
 NAME = "gemini"
 LABEL = "Gemini CLI"
@@ -184,7 +184,7 @@ def sync(book, call):
     else:
         _follow(book, files, path, "main")
     folder = fs.join(fs.dirname(path), call.session_id)
-    for name in _listing(book, folder):
+    for name in sorted(listing(book.state.setdefault("folders", {}), folder) or ()):
         if name.endswith(".jsonl"):
             _follow(book, files, fs.join(folder, name), name[: -len(".jsonl")])
     read_all(book, path, lambda entry: _Reader(book, entry, finished))
@@ -200,24 +200,6 @@ def _follow(book, files, path, agent):
             # session copies every message): the whole ledger decides what is new.
             book.load_known()
         files[path] = {"agent": agent}
-
-
-def _listing(book, folder):
-    """The subagent folder's names, or none when it has not changed since it was last listed:
-    its files are followed already (a file added or removed changes the folder)."""
-    seen = book.state.setdefault("folders", {})
-    try:
-        stamp = fs.stat(folder).st_mtime_ns
-    except OSError:
-        return []
-    if seen.get(folder) == stamp:
-        return []
-    try:
-        names = sorted(fs.listdir(folder))
-    except OSError:
-        return []
-    seen[folder] = stamp
-    return names
 
 
 def _read_whole(book, path, finished):
