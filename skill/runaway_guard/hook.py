@@ -29,12 +29,7 @@ _after = []  # what finish() does once the answer is out: the host's end_run
 def main():
     """The hook process (guard.py): the answer to stdin's payload on stdout, then an
     out-of-band stop if one is due, then exit 0 without the interpreter's teardown."""
-    data = b""
-    try:
-        data = sys.stdin.buffer.read(MAX_INPUT + 1)
-    except BaseException:
-        pass
-    answer, answered = respond(data)
+    answer, answered = respond(lambda: sys.stdin.buffer.read(MAX_INPUT + 1))
     if answer:
         try:
             sys.stdout.write(answer + "\n")
@@ -49,11 +44,13 @@ def main():
     fs._exit(0)
 
 
-def respond(data):
-    """(the answer line for one payload, or '', whether it was worked out). Whatever happens it
-    is nothing or one valid answer; the guard's own errors go to hook.log as a `fail-open`
-    line, never into a blocked call."""
+def respond(read):
+    """(the answer line for the payload read() gives, or '', whether it was worked out).
+    Whatever happens it is nothing or one valid answer; the guard's own errors go to hook.log
+    as a `fail-open` line, never into a blocked call."""
+    data = b""
     try:
+        data = read()
         return run(data, fs.environ), True
     except BaseException as error:
         answer = ""

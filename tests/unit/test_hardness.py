@@ -331,6 +331,18 @@ def test_enormous_inputs(guard_env, tmp_path):
         run_case(data, guard_env.env)
 
 
+def test_an_input_that_cannot_be_read_fails_open_saying_why(guard_env, monkeypatch):
+    for key, value in guard_env.env.items():
+        monkeypatch.setenv(key, value)
+
+    def read():
+        raise OSError(errno.EIO, "Input/output error")
+
+    assert hook.respond(read) == ("", False)
+    logged = (guard_env.state_dir / "hook.log").read_text()
+    assert "fail-open OSError: [Errno 5] Input/output error" in logged
+
+
 # -- transcript line fuzzing --
 
 
