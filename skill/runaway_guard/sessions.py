@@ -118,7 +118,10 @@ def refresh(state_dir, host, session_id):
     """
     with ledger.Ledger(state_dir, host, session_id) as book:
         files = book.state["files"]
-        main = next((p for p, e in files.items() if e.get("agent") == "main"), None)
+        # a host may keep other files' entries as lists (hosts._files.read_all)
+        main = next(
+            (p for p, e in files.items() if isinstance(e, dict) and e.get("agent") == "main"), None
+        )
         if main and host in hosts.NAMES:
             call = Call(host, book.state["session_id"], transcript_path=main)
             hosts.load(host).sync(book, call)

@@ -13,6 +13,7 @@ from runaway_guard import hosts, ledger, pricing, wires
 from runaway_guard.calls import MODEL, PROMPT, RESULT, TOOL, Call, fingerprint
 from runaway_guard.decisions import ASK, DENY, STOP, TELL
 from runaway_guard.hosts import gemini
+from runaway_guard.sessions import refresh
 
 FIXTURES = ROOT / "tests" / "fixtures" / "gemini"
 GEMINI = hosts.load("gemini")
@@ -464,6 +465,14 @@ def sessions(draw):
     return records
 
 
+def unpacked(state):
+    """(path, entry) of each file the state follows, a subagent's entry unpacked (_packed)."""
+    return [
+        (path, gemini._unpacked(path, entry) if isinstance(entry, list) else entry)
+        for path, entry in state["files"].items()
+    ]
+
+
 def subagent(records, agent):
     """A subagent's file of records: its own message and call ids."""
     records = json.loads(json.dumps(records))
@@ -510,7 +519,7 @@ def test_a_long_read_is_the_same_as_reading_line_by_line(
     refusal, which a cancel resets."""
 
     def read(state):  # the files' entries but their inodes (two copies)
-        entries = {Path(path).name: dict(entry, ino=None) for path, entry in state["files"].items()}
+        entries = {Path(path).name: dict(entry, ino=None) for path, entry in unpacked(state)}
         return state["spend"], state["agents"], entries
 
     def refused_before(tmp):  # a cancel also resets the refusals the wires counted
@@ -535,6 +544,111 @@ def test_a_long_read_is_the_same_as_reading_line_by_line(
     finally:
         gemini._BATCH = kept
     assert whole == read(state)
+
+
+# -- a subagent file's entry, packed between calls ---------------------------------------------
+
+stamps = st.text(st.sampled_from("0129-:TZ."), max_size=24)
+entries = st.fixed_dictionaries(
+    {"agent": st.sampled_from(["a1", "main", "a1.jsonl", "", "é"])},
+    optional={
+        "off": st.integers(0, 2**63),
+        "ino": st.integers(0, 2**64),
+        "skip": st.just(True),
+        "start": stamps,
+        "model": st.text(max_size=12),
+        "own": st.integers(0, 70),
+        "calls": st.lists(st.text(max_size=12), max_size=4),
+        "tied": st.integers(0, 70),
+        "last": stamps,
+    },
+)
+
+
+@given(entry=entries, name=st.sampled_from(["a1", "main", "b"]))
+def test_a_packed_entry_is_json_and_unpacks_to_itself(entry, name):
+    path = f"/home/u/.gemini/tmp/p/chats/s/{name}.jsonl"
+    packed = gemini._packed(path, entry)
+    assert isinstance(packed, list) and json.loads(json.dumps(packed)) == packed
+    assert gemini._unpacked(path, packed) == entry
+
+
+def test_a_status_finds_the_main_file_among_packed_entries(tmp_path):
+    """status.py refreshes a session first (sessions.refresh): a legacy session-*.json is not
+    among the files followed, its subagents' packed entries are."""
+    chats = tmp_path / "chats"
+    jsonl(chats / "s" / "a0.jsonl", subagent([HEADER, *turn(0)], "a0"))
+    legacy = chats / "session-x.json"
+    legacy.write_text(json.dumps({"sessionId": "s", "messages": turn(1)[::2]}))
+    with ledger.Ledger(str(tmp_path / "state"), "gemini", "s") as book:
+        GEMINI.sync(book, Call("gemini", "s", transcript_path=str(legacy)))
+        assert [type(entry) for entry in book.state["files"].values()] == [list]
+    state = refresh(str(tmp_path / "state"), "gemini", "s")
+    assert state["spend"]["total"] == 2 * ONE_RESPONSE
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    records=sessions(),
+    agents=st.lists(sessions(), min_size=2, max_size=3),
+    steps=st.lists(
+        st.tuples(
+            st.sets(st.integers(0, 3), min_size=1), st.integers(1, 6), st.booleans(), st.booleans()
+        ),
+        max_size=12,
+    ),
+)
+@example(  # two quiet files grow at once, the one followed first after the other was read
+    [HEADER],
+    [[HEADER, *turn(0), *turn(1)], [HEADER, *turn(2, exit_code=1), *turn(3)]],
+    [({0, 1}, 4, False, False), ({1}, 3, False, False), ({0, 1}, 3, False, False)],
+)
+@example(  # a quiet file put under a new inode: read again from its start
+    [HEADER], [[HEADER, *turn(0)], [HEADER]], [({0}, 4, False, False), ({0}, 1, True, False)]
+)
+def test_packed_entries_read_as_entries_kept_whole(tmp_path_factory, records, agents, steps):
+    """A subagent file's entry is packed between calls (_packed) and unpacked once the file
+    changed: the same state, call after call, as the entries kept whole, in the same order
+    (the order files are read in is the order their outcomes reach the wires). A step appends
+    up to n records to some files, may put a file's bytes under a new inode, and may be read by
+    a guard from before packing (its entries whole in the state the next call reads)."""
+    tmp = tmp_path_factory.mktemp("packed")
+    files = [
+        (tmp / "chats" / "s" / f"a{n}.jsonl", subagent(a, f"a{n}")) for n, a in enumerate(agents)
+    ]
+    files.append((tmp / "chats" / "session-x.jsonl", records))
+    written = [0] * len(files)
+    jsonl(files[-1][0], [])
+    call = Call("gemini", "s", transcript_path=str(files[-1][0]))
+
+    def synced(state_dir):
+        with ledger.Ledger(str(tmp / state_dir), "gemini", "s") as book:
+            GEMINI.sync(book, call)
+            return book.state["spend"], book.state["agents"], unpacked(book.state)
+
+    def whole(path, entry):
+        return entry
+
+    def synced_whole(state_dir):
+        kept, gemini._packed = gemini._packed, whole
+        try:
+            return synced(state_dir)
+        finally:
+            gemini._packed = kept
+
+    for grown, count, moved, older in [*steps, (set(range(len(files))), 10**6, False, False)]:
+        grown = sorted({index % len(files) for index in grown})
+        for index in grown:
+            path, lines = files[index]
+            jsonl(path, lines[written[index] : written[index] + count])
+            written[index] += count
+        if moved:
+            path = files[grown[0]][0]
+            path.with_suffix(".new").write_bytes(path.read_bytes())
+            path.with_suffix(".new").replace(path)
+        assert (synced_whole if older else synced)("packed") == synced_whole("whole")
 
 
 @settings(max_examples=300, deadline=None)
