@@ -112,15 +112,21 @@ def test_a_failure_run_is_stopped_by_the_sixth_failing_command(tmp_path):
 
 def test_an_identical_loop_is_stopped_by_the_sixth_call(tmp_path):
     # the same command and the same output every time; only its label changes
-    steps = [sh("echo x >> ran.txt; echo same output", f"check, attempt {n}") for n in range(1, 12)]
+    steps = [sh("echo x >> ran.txt; echo same output", f"check, attempt {n}") for n in range(1, 15)]
     with ScriptedModel({"chat": steps, "chat_default": final()}) as model:
         qwen = Qwen(tmp_path, model.url)  # the default limit: 5 repeats
         run = qwen.run()
         requests = len(model.api_requests("chat"))
-    assert qwen.ran() == ["x"] * 5, run.describe() + qwen.person.guard_trace()
+    # Under load Qwen Code now and then loses a command's output ("Output: (empty)"): a
+    # different result, which starts the count again. The guard must stop the call that follows
+    # the fifth identical result in a row as Qwen reported them: the fifth run, or later.
+    results = [r["content"] for r in run.tool_results() if REFUSED not in str(r["content"])]
+    runs = next((n for n in range(5, len(results) + 1) if len(set(results[n - 5 : n])) == 1), 0)
+    assert runs and qwen.ran() == ["x"] * runs, run.describe() + qwen.person.guard_trace()
+    assert len(set(results)) <= 2, results  # the loop itself: one result, at most one lost
     refused = refusals(run)
     assert len(refused) == 3 and "already ran 5 times with the same result" in refused[0]
-    assert requests == 8
+    assert requests == runs + 3
     assert qwen.status(run.session_id)["blocked"]["wire"] == "loop"
 
 
