@@ -257,3 +257,37 @@ def test_heads_read_by_shape_pass_over_what_head_types_would(line, expecting):
     for host, reader in readers.items():
         passed = reader._passed_over(data, 5, end)
         assert passed == head_types_decision(host, data, 5, end, expecting), host
+
+
+def test_codex_rollout_made_in_the_same_clock_tick_as_the_listing_is_found(tmp_path):
+    """A folder's time moves in clock ticks: a rollout created right after the folder was
+    listed can leave its time as it was. Such a time is not trusted until it is a second old."""
+    folder = tmp_path / "sessions" / "2026" / "01" / "01"
+    main = folder / "rollout-2026-01-01T10-00-00-root.jsonl"
+    child = folder / "rollout-2026-01-01T10-00-05-child.jsonl"
+    record = {"type": "token_usage_record", "payload": {"response_id": "r1"}}
+    usage_line = {"input_tokens": 1000, "cached_input_tokens": 0, "output_tokens": 0}
+
+    def rollout(path, thread):
+        jsonl(
+            path,
+            [
+                {"type": "session_meta", "payload": {"id": thread, "session_id": "root"}},
+                {"type": "turn_context", "payload": {"model": "gpt-5.5"}},
+                {
+                    **record,
+                    "payload": {**record["payload"], "thread_id": thread, "usage": usage_line},
+                },
+            ],
+        )
+
+    rollout(main, "root")
+    call = FakeCall("codex", "root", main)
+    assert set(sync_once(tmp_path / "state", "codex", call)["agent"]) == {"main"}
+    listed = os.stat(folder).st_mtime_ns
+    rollout(child, "child")
+    os.utime(folder, ns=(listed, listed))  # created within the listing's clock tick
+    assert sync_once(tmp_path / "state", "codex", call)["agent"] == {
+        "main": 5 * 10**9,
+        "child": 5 * 10**9,
+    }

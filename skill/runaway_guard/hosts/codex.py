@@ -19,7 +19,7 @@ from ..calls import Call, fingerprint, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import HEAD, head_types, type_at
 from . import hook_entry
-from ._files import LONG, each_line, first_line, local_day, number, read_all
+from ._files import LONG, each_line, first_line, listing, local_day, number, read_all
 
 NAME = "codex"
 LABEL = "Codex"
@@ -288,30 +288,19 @@ def _discover(ledger, folder, since, root_id):
     """Register the folder's rollouts of this session, looked for when the folder changed."""
     files = ledger.state["files"]
     seen = ledger.state.setdefault("folders", {})
-    try:
-        stamp = fs.stat(folder).st_mtime_ns
-    except OSError:
-        return
-    if seen.get(folder) != stamp:
-        undecided = False
-        try:
-            names = fs.listdir(folder)
-        except OSError:
-            names = []
-        for name in names:
-            item_path = fs.join(folder, name)
-            if item_path in files or not name.startswith("rollout-") or name < since:
-                continue
-            meta = _session_meta(item_path)
-            if meta is None:
-                undecided = True  # its first line is not written yet: look again next call
-            elif meta.get("session_id") == root_id:
-                agent = "main" if meta.get("id") == root_id else str(meta.get("id"))
-                files[item_path] = {"agent": agent}
-            else:
-                files[item_path] = {"foreign": True}
-        if not undecided:
-            seen[folder] = stamp
+    names = listing(seen, folder)
+    for name in names or ():
+        item_path = fs.join(folder, name)
+        if item_path in files or not name.startswith("rollout-") or name < since:
+            continue
+        meta = _session_meta(item_path)
+        if meta is None:
+            seen.pop(folder, None)  # its first line is not written yet: look again next call
+        elif meta.get("session_id") == root_id:
+            agent = "main" if meta.get("id") == root_id else str(meta.get("id"))
+            files[item_path] = {"agent": agent}
+        else:
+            files[item_path] = {"foreign": True}
 
 
 def _session_meta(path):
