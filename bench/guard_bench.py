@@ -261,11 +261,22 @@ class Series:
         self.step = 0
         self.servers = {} if host in SERVED else None
 
+    def next_step(self):
+        """The next call: (what writes the host's lines before it, its payload as bytes)."""
+        write, payload = self.generator.step(self.info, self.step)
+        self.step += 1
+        return write, json.dumps(payload).encode()
+
+    def written(self):
+        """The next call's payload, its lines written."""
+        write, data = self.next_step()
+        write()
+        return data
+
     def call(self, env=None, late=None):
         """Run the guard on the next call; late: write its lines that many seconds after the
         hook started instead of before."""
-        write, payload = self.generator.step(self.info, self.step)
-        self.step += 1
+        write, data = self.next_step()
         writer = None
         if late is None:
             write()
@@ -273,7 +284,6 @@ class Series:
             writer = threading.Timer(late, write)
             writer.start()
         env = env or self.env
-        data = json.dumps(payload).encode()
         if self.servers is None:
             result = self.ctx.runner.run(self.guard, data, env)
         else:
@@ -310,10 +320,7 @@ def served_instructions(series, env, calls=10):
     for count in (1, 1 + calls):
         server = Served(series.ctx.guard, env, CALLGRIND)
         for _ in range(count):
-            write, payload = series.generator.step(series.info, series.step)
-            series.step += 1
-            write()
-            server.call(json.dumps(payload).encode())
+            server.call(series.written())
         counts.append(collected(server.close()))
     return None if None in counts else (counts[1] - counts[0]) // calls
 
@@ -381,10 +388,7 @@ def measure(ctx, host, size_mb, subagents, full=True):
         if host in SERVED:
             steady = served_instructions(series, env)
         else:
-            write, payload = series.generator.step(info, series.step)
-            series.step += 1
-            write()
-            steady = instructions(series.guard, json.dumps(payload).encode(), env)
+            steady = instructions(series.guard, series.written(), env)
         row["instructions"] = (steady, floor)
     series.close()
     files = state_files(work)
@@ -672,20 +676,15 @@ def breakdown(ctx, hosts_to_run):
         rows, floors, imports = [], [], {}
         for _ in range(ctx.calls):
             floors.append(ctx.runner.run([sys.executable, "-I", "-S", "-c", "pass"])[0])
-            write, payload = series.generator.step(info, series.step)
-            series.step += 1
-            write()
             out = subprocess.run(
                 [sys.executable, "-I", "-S", "-c", child],
-                input=json.dumps(payload).encode(),
+                input=series.written(),
                 capture_output=True,
             )
             rows.append(json.loads(out.stdout or b"{}"))
-        write, payload = series.generator.step(info, series.step)
-        write()
         traced = subprocess.run(
             [sys.executable, "-I", "-S", "-X", "importtime", ctx.guard],
-            input=json.dumps(payload).encode(),
+            input=series.written(),
             capture_output=True,
             env=env,
         )
