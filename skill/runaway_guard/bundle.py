@@ -9,25 +9,37 @@ compiled from (the import system's own check of a .pyc); otherwise the modules a
 usual and the bundle is written again from their .pyc files. bench/README.md has the figures.
 """
 
+import gc
 import marshal
 import sys
 
 try:
-    from posix import getpid, remove, replace, stat
+    from posix import stat
 except ImportError:  # Windows
-    from nt import getpid, remove, replace, stat
+    from nt import stat
 
 FORMAT = 1
 PACKAGE = __name__.rpartition(".")[0]
-_ROOT = __file__[: max(__file__.rfind("/"), __file__.rfind("\\")) + 1]  # the package's folder
+ROOT = __file__[: max(__file__.rfind("/"), __file__.rfind("\\")) + 1]  # the package's folder
 _BOOT = sys.modules.get("_frozen_importlib_external")
-_MAGIC = getattr(_BOOT, "MAGIC_NUMBER", None)  # None: no .pyc files to bundle (not CPython)
+MAGIC = getattr(_BOOT, "MAGIC_NUMBER", None)  # None: no .pyc files to bundle (not CPython)
 _TAG = sys.implementation.cache_tag
 _CODE = type((lambda: None).__code__)
-# This package's modules this process loaded through load() (from a bundle or imported by it):
-# a bundle is written only where every module of the package loaded before is one of them, so
-# that it holds all the modules a call through guard.py needs, not what a test process lacked.
-_loaded_here = {PACKAGE, __name__}
+# This package's modules this process loaded through load() (from a bundle or imported by it),
+# for rebundle.py, which writes a bundle only where every module loaded before is one of them.
+_loaded_here = {PACKAGE, __name__, f"{PACKAGE}.rebundle"}
+
+
+def main():
+    """guard.py's: the hook, or with --serve the served guard, from its bundle."""
+    # A call allocates code and records that it frees itself, not cycles: collecting every
+    # 700 objects cost a steady call 1% of its instructions (callgrind), a first read up to 2%.
+    gc.set_threshold(100_000)
+    try:
+        run = load(f"{PACKAGE}.serve" if sys.argv[1:] == ["--serve"] else f"{PACKAGE}.hook").main
+    except BaseException:  # a broken install fails open: nothing printed, exit 0
+        sys.exit(0)
+    run()
 
 
 def load(name):
@@ -37,22 +49,16 @@ def load(name):
         return module
     path = bundle_path(name)
     if path is None or not _run(path):
-        before = _package_modules()
-        specs = _import(name)
-        if before <= _loaded_here:
-            _write(path, specs)
-        _loaded_here.update(_package_modules() - before)
+        from . import rebundle
+
+        rebundle.import_and_write(name, path, _loaded_here)
     return sys.modules[name]
 
 
-def _package_modules():
-    return {name for name in sys.modules if name.partition(".")[0] == PACKAGE}
-
-
 def bundle_path(name):
-    if _MAGIC is None or _TAG is None:
+    if MAGIC is None or _TAG is None:
         return None
-    return f"{_ROOT}__pycache__{_ROOT[-1]}{name[len(PACKAGE) + 1 :]}.{_TAG}.bundle"
+    return f"{ROOT}__pycache__{ROOT[-1]}{name[len(PACKAGE) + 1 :]}.{_TAG}.bundle"
 
 
 def _run(path):
@@ -60,10 +66,10 @@ def _run(path):
     try:
         with open(path, "rb") as handle:
             form, magic, entries = marshal.loads(handle.read())
-        if form != FORMAT or magic != _MAGIC:
+        if form != FORMAT or magic != MAGIC:
             return False
         for _, file, _, mtime, size, code in entries:
-            found = stat(_ROOT + file)
+            found = stat(ROOT + file)
             if int(found.st_mtime) & 0xFFFFFFFF != mtime or found.st_size & 0xFFFFFFFF != size:
                 return False
             if type(code) is not _CODE:
@@ -77,7 +83,7 @@ def _run(path):
         if name in sys.modules:
             continue
         module = new_module(name)
-        module.__file__ = _ROOT + file
+        module.__file__ = ROOT + file
         module.__package__ = name if is_package else name.rpartition(".")[0]
         if is_package:
             module.__path__ = [module.__file__[: -len("__init__.py") - 1]]
@@ -96,80 +102,3 @@ def _run(path):
         raise
     _loaded_here.update(module.__name__ for module, _ in ready)
     return True
-
-
-class _Noting:
-    """A finder first in sys.meta_path that lets the others find this package's modules and
-    notes, for each one whose code comes from a .pyc, when it has finished running."""
-
-    def __init__(self):
-        self.finished = []
-
-    def find_spec(self, name, path=None, target=None):
-        if not name.startswith(PACKAGE + "."):
-            return None
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None) if finder is not self else None
-            spec = find(name, path, target) if find else None
-            if spec is not None:
-                break
-        else:
-            return None
-        if spec.cached and spec.origin and spec.origin.startswith(_ROOT):
-            spec.loader = _Loader(spec, self.finished)
-        return spec
-
-
-class _Loader:
-    def __init__(self, spec, finished):
-        self.loader, self.spec, self.finished = spec.loader, spec, finished
-
-    def create_module(self, spec):
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module):
-        self.loader.exec_module(module)
-        self.finished.append(self.spec)
-
-
-def _import(name):
-    """Import name as usual; the specs of the modules it ran, in the order they finished."""
-    noting = _Noting()
-    sys.meta_path.insert(0, noting)
-    try:
-        __import__(name)
-    finally:
-        sys.meta_path.remove(noting)
-    return noting.finished
-
-
-def _write(path, specs):
-    """Write the bundle from the modules' .pyc files, if each is the one of its source now (the
-    cache may not be writable, the .pyc left stale). Fails quietly: the next call imports."""
-    if path is None or not specs:
-        return
-    entries = []
-    try:
-        for spec in specs:
-            with open(spec.cached, "rb") as handle:
-                data = handle.read()
-            source = stat(spec.origin)
-            stamp = (int(source.st_mtime) & 0xFFFFFFFF, source.st_size & 0xFFFFFFFF)
-            header = _MAGIC + bytes(4) + b"".join(part.to_bytes(4, "little") for part in stamp)
-            if data[:16] != header:
-                return  # a hash-checked .pyc (its flags set), or one older than its source
-            is_package = spec.submodule_search_locations is not None
-            file = spec.origin[len(_ROOT) :]
-            entries.append((spec.name, file, is_package, *stamp, marshal.loads(data[16:])))
-    except (OSError, ValueError, EOFError, TypeError):
-        return
-    temp = f"{path}.{getpid()}.tmp"
-    try:
-        with open(temp, "wb") as handle:
-            handle.write(marshal.dumps((FORMAT, _MAGIC, entries)))
-        replace(temp, path)
-    except OSError:
-        try:
-            remove(temp)
-        except OSError:
-            pass

@@ -30,7 +30,8 @@ print(json.dumps({
         [module.__file__, module.__package__, getattr(module, "__path__", None)],
     ]
     for name, module in sys.modules.items()
-    if name.startswith("runaway_guard.") and name != "runaway_guard.bundle"
+    if name.startswith("runaway_guard.")
+    and name not in ("runaway_guard.bundle", "runaway_guard.rebundle")
 }))
 """
 
@@ -71,6 +72,35 @@ def test_the_first_call_imports_and_writes_the_bundles_the_next_runs_from(skill)
     assert {name: facts for name, (_, *facts) in second.items()} == {
         name: facts for name, (_, *facts) in first.items()
     }
+
+
+def test_a_call_from_its_bundles_leaves_the_writer_unloaded(skill):
+    """rebundle.py (the import and the write) is for a missing or stale bundle only."""
+    code = PROBE.split("print(")[0] + 'print("runaway_guard.rebundle" in sys.modules)'
+    loaded = [
+        subprocess.run(
+            [sys.executable, "-I", "-S", "-c", code, str(skill), "claude"],
+            capture_output=True,
+            check=True,
+        ).stdout
+        for _ in range(2)
+    ]
+    assert loaded == [b"True\n", b"False\n"]
+
+
+@pytest.mark.parametrize("break_it", ["syntax", "missing"])
+def test_a_broken_install_fails_open_in_silence(skill, break_it):
+    hook = skill / "runaway_guard" / "hook.py"
+    if break_it == "syntax":
+        hook.write_text(hook.read_text() + "\ndef (:\n")
+    else:
+        hook.unlink()
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", str(skill / "guard.py")],
+        input=b'{"session_id": "s", "tool_name": "Bash", "tool_input": {}}',
+        capture_output=True,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
 
 
 @pytest.mark.parametrize("host", ["codex", "opencode"])
