@@ -598,8 +598,8 @@ PHASES = r"""
 import sys, time
 sys.path.insert(0, SKILL)
 T1 = time.perf_counter()
-try:  # as guard.py loads it, from its bundle (a tree before bundle.py: imported)
-    from runaway_guard.bundle import load
+try:  # as guard.py loads it, from its bundle (a tree before bundles: imported)
+    from runaway_guard import load
     load("runaway_guard.hook")
 except ImportError:
     pass

@@ -1,11 +1,11 @@
 """A module's bundle written afresh: the module imported the usual way, noting which of this
 package's modules ran, then their .pyc files put in one file for the next calls
-(bundle.py). Only a call whose bundle is missing, damaged or stale comes here."""
+(__init__.py). Only a call whose bundle is missing, damaged or stale comes here."""
 
 import marshal
 import sys
 
-from .bundle import FORMAT, MAGIC, PACKAGE, ROOT
+from . import FORMAT, MAGIC, PACKAGE, ROOT
 
 try:
     from posix import getpid, remove, replace, stat
@@ -15,7 +15,7 @@ except ImportError:  # Windows
 
 def import_and_write(name, path, loaded_here):
     """Import name; write its bundle at path where every module of the package this process
-    loaded before is in loaded_here (loaded through bundle.load), so that the bundle holds all
+    loaded before is in loaded_here (loaded through load()), so that the bundle holds all
     the modules a call through guard.py needs, not what a test process lacked."""
     before = _package_modules()
     specs = _import(name)

@@ -1,4 +1,4 @@
-"""The hook's modules from one file a call (skill/runaway_guard/bundle.py): the same modules as
+"""The hook's modules from one file a call (skill/runaway_guard/__init__.py): the same modules as
 an import gives, never stale, and an import whenever the bundle cannot be used."""
 
 import json
@@ -9,17 +9,17 @@ import subprocess
 import sys
 
 import pytest
+import runaway_guard
 from guard_env import SKILL
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from runaway_guard import bundle
 
 # What a hook call loads, as guard.py and hosts.load do; then, per module of the package: whether
 # it came from a bundle (no spec), its names, file and package.
 PROBE = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from runaway_guard.bundle import load
+from runaway_guard import load
 load("runaway_guard.hook")
 from runaway_guard import hosts
 hosts.load(sys.argv[2])
@@ -31,7 +31,7 @@ print(json.dumps({
     ]
     for name, module in sys.modules.items()
     if name.startswith("runaway_guard.")
-    and name not in ("runaway_guard.bundle", "runaway_guard.rebundle")
+    and name != "runaway_guard.rebundle"
 }))
 """
 
@@ -115,7 +115,7 @@ def test_a_process_that_imported_modules_itself_writes_no_bundle(skill):
     """A bundle holds what a call through guard.py loads: a process that had imported one of
     those modules plainly (a test, status) would leave it out, and writes none."""
     code = PROBE.replace(
-        "from runaway_guard.bundle", "import runaway_guard.pricing\nfrom runaway_guard.bundle"
+        "from runaway_guard import", "import runaway_guard.pricing\nfrom runaway_guard import", 1
     )
     subprocess.run([sys.executable, "-I", "-S", "-c", code, str(skill), "claude"], check=True)
     assert not bundles(skill)
@@ -217,5 +217,5 @@ def test_any_bytes_as_a_bundle_run_nothing(tmp_path_factory, data):
     path = tmp_path_factory.mktemp("bundle") / "x.bundle"
     path.write_bytes(data)
     before = set(sys.modules)
-    assert bundle._run(str(path)) is False
+    assert runaway_guard._run(str(path)) is False
     assert set(sys.modules) == before

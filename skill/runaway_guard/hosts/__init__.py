@@ -21,7 +21,7 @@ host"):
 This module imports no host module: a call imports only its own host's.
 """
 
-from .. import bundle
+from .. import load as load_bundled
 
 
 def hook_entry(*events, timeout=30, grouped=True):
@@ -105,7 +105,7 @@ def detect(payload, environ):
 
 
 def load(name):
-    """The host's module, imported on first use (from its bundle: bundle.py)."""
+    """The host's module, imported on first use (from its bundle: runaway_guard/__init__.py)."""
     if name not in NAMES:
         raise ValueError(f"unknown host {name!r}: one of {', '.join(NAMES)}")
-    return bundle.load(f"{__name__}.{name}")
+    return load_bundled(f"{__name__}.{name}")
