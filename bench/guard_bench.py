@@ -381,15 +381,20 @@ def measure(ctx, host, size_mb, subagents, full=True):
         row["team_added"] = statistics.median(
             (t - s) / f for t, s, f in zip(teams, steadies, floors)
         )
-        late = [series.call(late=LATE_S)[0] for _ in range(min(LATE_CALLS, ctx.calls))]
-        row["late"] = statistics.median(late)
     if full and ctx.instructions:
+        # one more steady call, counted before the late ones: the call after a late one also
+        # reads what the host wrote once the guard had answered (Gemini CLI's whole step: its
+        # hooks carry no call id to wait for; the rest of Claude Code's write after the call's
+        # line), which no steady call reads
         floor = instructions([sys.executable, "-I", "-S", "-c", "pass"])
         if host in SERVED:
             steady = served_instructions(series, env)
         else:
             steady = instructions(series.guard, series.written(), env)
         row["instructions"] = (steady, floor)
+    if with_team:
+        late = [series.call(late=LATE_S)[0] for _ in range(min(LATE_CALLS, ctx.calls))]
+        row["late"] = statistics.median(late)
     series.close()
     files = state_files(work)
     row["state"] = sum(os.path.getsize(p) for p in files if p.endswith(STATE_SUFFIXES))

@@ -760,7 +760,6 @@ class GeminiWriter:
     once its tool call ran (with the call's result); `$set` lines between them."""
 
     SESSION = "d72b7869-0000-4000-8000-00000000beef"
-    DESCRIPTION = TEXT[:1800]  # the tool's description, recorded with every call
 
     def __init__(self, rng, agent=None):
         self.rng, self.agent = rng, agent
@@ -810,7 +809,9 @@ class GeminiWriter:
             "args": {"command": command},
             "status": "executing" if output is None else "success",
             "timestamp": self.when or stamp(self.n),
-            "description": self.DESCRIPTION,
+            # a shell call that ran is described by its command; only one that never ran
+            # (refused, invalid) carries the tool's own description, 1.2 KB (the fixtures)
+            "description": command,
         }
         if output is not None:
             text = f"Command: {command}\nOutput: {output}"  # Gemini writes no "Exit Code: 0"
@@ -843,6 +844,7 @@ class Gemini(Transcripts):
     MAIN = (*CHATS, f"session-2026-11-30T00-00-{GeminiWriter.SESSION[:8]}.jsonl")
     SUBAGENTS = (*CHATS, GeminiWriter.SESSION)
     AGENT, AGENT_FILE, SEED, SUB_SEED = "a{:08x}-0000-4000-8000-000000000000", "{}.jsonl", 4, 400
+    version = 1  # a call's description is its command
 
     def writer(self, rng, project, agent=None):
         return GeminiWriter(rng, agent)

@@ -144,7 +144,7 @@ def _decide(book, call, settings, host):
             _log(settings.state_dir, "config", problem)
     _new_prompt(state, call)
     known_id = call.tool_use_id
-    if call.event == TOOL and known_id:
+    if call.event == TOOL and _file_id(call, host):
         book.watch = b'"' + known_id.encode("utf-8", "replace") + b'"'
     has_transcript = host.sync(book, call)
     if book.watch and has_transcript and getattr(host, "WRITES_CALLS", False):
@@ -179,13 +179,13 @@ def _decide(book, call, settings, host):
 
     if control == controls.STATUS:
         pass  # a status call is invisible to the wires: it must not break a failure run or loop
-    elif call.tool_use_id and has_transcript:
+    elif _file_id(call, host) and has_transcript:
         book.call(call.agent, call.tool_use_id, call_hash)
     elif not has_transcript and not (decision and decision["kind"] in (DENY, STOP)):
         book.complete_unseen(call.agent, call_hash)
 
     if decision and decision["kind"] != TELL:
-        book.remember_refusal(call.agent, call.tool_use_id, decision["kind"] == ASK)
+        book.remember_refusal(call.agent, _file_id(call, host), decision["kind"] == ASK)
         state["blocked"] = _blocked(decision, call)
     elif control != controls.STATUS:
         state["blocked"] = None
@@ -195,6 +195,13 @@ def _decide(book, call, settings, host):
         while len(answers) > 64:
             del answers[next(iter(answers))]
     return decision
+
+
+def _file_id(call, host):
+    """The call's id as the host's session files show it (what the book waits for, watches for
+    and remembers refusals by); None for a key of the guard's own (OWN_CALL_KEYS), which no
+    file shows: a call kept waiting for it would wait in the state for good."""
+    return None if getattr(host, "OWN_CALL_KEYS", False) else call.tool_use_id
 
 
 def _catch_up(book, call, host):

@@ -774,6 +774,26 @@ def test_replayed_failure_run_is_refused_then_stopped(tmp_path):
     assert env.answer(before_model) is None
 
 
+def test_no_call_waits_for_a_key_no_file_holds(tmp_path):
+    """The hooks carry no call id: the guard's key for a call (to answer a second install alike)
+    is in no file, so the state keeps no call waiting for an outcome by it, nor a refusal by it
+    (they would stay there for good); the same payload is still answered alike."""
+    env = GuardEnv(tmp_path)
+    session, _, payloads = place("failures", tmp_path)
+    before_tool = next(p for p in payloads if p["hook_event_name"] == "BeforeTool")
+    calls = [
+        dict(before_tool, tool_input={"command": f"make {n}"}, timestamp=f"2026-12-02T00:0{n}")
+        for n in range(3)
+    ]
+    answers = [env.answer(call) for call in calls]
+    assert [a["decision"] for a in answers] == ["deny", "deny", "deny"]
+    assert env.answer(calls[-1]) == answers[-1]  # the same call through a second install
+    _, base = ledger.session_paths(str(env.state_dir), "gemini", session)
+    state = ledger.read_state(base + ledger.STATE)
+    assert state["agents"]["main"]["pending"] == [] and state["denied"] == []
+    assert len(state["answers"]) == 3
+
+
 def test_spend_cap_stops_at_the_model_request(tmp_path):
     env = GuardEnv(tmp_path)
     _, _, payloads = place("models", tmp_path)

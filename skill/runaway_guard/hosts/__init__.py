@@ -16,7 +16,11 @@ host"):
   _procs.py);
 - optionally WRITES_CALLS = True: the host writes each call to its session files before it
   runs the hook, so a call may wait, briefly, for the host to write what came before it
-  (hook._catch_up).
+  (hook._catch_up);
+- optionally OWN_CALL_KEYS = True: its payloads carry no call id, so call() makes the key a
+  second install's call is recognised by (Call.tool_use_id), and no session file shows it:
+  the hook neither watches for it nor keeps the call waiting for an outcome by it (sync books
+  every outcome itself).
 
 This module imports no host module: a call imports only its own host's.
 """
