@@ -9,7 +9,7 @@ import pytest
 from guard_env import ROOT, GuardEnv, jsonl
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from runaway_guard import hosts, ledger, pricing, wires
+from runaway_guard import hosts, ledger, pricing, tail, wires
 from runaway_guard.calls import MODEL, PROMPT, RESULT, TOOL, Call, fingerprint
 from runaway_guard.decisions import ASK, DENY, STOP, TELL
 from runaway_guard.hosts import gemini
@@ -544,6 +544,46 @@ def test_a_long_read_is_the_same_as_reading_line_by_line(
     finally:
         gemini._BATCH = kept
     assert whole == read(state)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    records=sessions(),
+    agents=st.lists(sessions(), max_size=2),
+    block=st.sampled_from([1 << 12, 1 << 14, 1 << 16]),
+)
+# more calls than the wires keep, their results read into a buffer read into again since
+@example([HEADER, *(r for i in range(40) for r in with_output(turn(i), _FAILED))], [], 1 << 14)
+def test_reading_in_blocks_is_decoding_every_line_whole(tmp_path_factory, records, agents, block):
+    """The fast paths (lines passed over by their head, a message written again read for its
+    calls alone where they are in the read buffer, long strings cut out, outcomes worked out
+    once a block was read) against plain reading: every line decoded whole (json.loads) and
+    read by line(), the buffer a few lines long."""
+
+    def state_of(tmp):
+        state = sync_file(tmp, [])
+        entries = {Path(path).name: dict(entry, ino=None) for path, entry in unpacked(state)}
+        return state["spend"], state["agents"], entries
+
+    files = [(f"s/a{n}.jsonl", subagent(agent, f"a{n}")) for n, agent in enumerate(agents)]
+    files.append(("session-x.jsonl", records))
+    fast, plain = (tmp_path_factory.mktemp(name) for name in ("fast", "plain"))
+    for tmp in (fast, plain):
+        for name, lines in files:
+            jsonl(tmp / "chats" / name, lines)
+    kept = tail.BLOCK, tail._buffer[:]
+    tail.BLOCK, tail._buffer[:] = block, []
+    try:
+        got = state_of(fast)
+    finally:
+        tail.BLOCK, tail._buffer[:] = kept
+    reader = gemini._Reader
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delattr(reader, "lines")  # each line to line(), one by one
+        patch.setattr(gemini, "_decoded", json.loads)
+        assert state_of(plain) == got
 
 
 # -- a subagent file's entry, packed between calls ---------------------------------------------
