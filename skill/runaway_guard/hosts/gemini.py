@@ -455,15 +455,16 @@ def _decoded(raw):
     if len(raw) <= LONG:
         return jsonio.loads(raw)
     search = max(raw.find(b'"toolCalls":['), 0)
-    record = _cut_out(raw, 0, search, len(raw), _put_back)
-    return jsonio.loads(raw) if record is None else record
+    cut = _cut_out(raw, 0, search, len(raw))
+    if cut is not None and (not cut[1] or _put_back(*cut) == len(cut[1])):
+        return cut[0]
+    return jsonio.loads(raw)
 
 
-def _cut_out(line, start, search, stop, put_back):
-    """The JSON value line[start:stop] (bytes) decoded with its long strings from search on
-    (_long_strings) cut out, each put back as a _Long by put_back(value, longs), which counts
-    them; None unless every one is where the reader looks (a string cut out of a value that
-    counts, a call's args: the caller decodes it whole). ValueError for a string not ended."""
+def _cut_out(line, start, search, stop):
+    """(the JSON value line[start:stop] (bytes) decoded with its long strings from search on
+    (_long_strings) cut out, {placeholder left in the value: the arguments of its _Long}); None
+    when it cannot be decoded so. ValueError for a string not ended."""
     cut = _guessed(line, start, search, stop)
     if cut is None:
         cut = _cut(line, start, stop, _long_strings(line, search, stop))
@@ -473,19 +474,18 @@ def _cut_out(line, start, search, stop, put_back):
     if longs and cut.count(b"\\u0000") != len(longs):
         return None
     try:
-        value = jsonio.loads(cut)
+        return jsonio.loads(cut), longs
     except ValueError:
         return None
-    return value if not longs or put_back(value, longs) == len(longs) else None
 
 
 def _cut(line, start, stop, spans):
     """(line[start:stop] with the string of each span, but those past the last of _HOLES,
-    replaced by a placeholder, {placeholder: its _Long})."""
+    replaced by a placeholder, {placeholder: the arguments of its _Long})."""
     pieces, longs, pos = [], {}, start
     for (begin, end), (hole, key) in zip(spans, _HOLES):
         pieces += (line[pos : begin + 1], hole)
-        longs[key] = _Long(line, begin, end)
+        longs[key] = (line, begin, end)
         pos = end - 1  # the closing quote
     pieces.append(line[pos:stop])
     return b"".join(pieces), longs
@@ -540,11 +540,30 @@ def _guessed(line, start, at, stop):
         elif len(longs) < len(_HOLES):
             hole, name = _HOLES[len(longs)]
             pieces += (line[pos : begin + 1], hole)
-            longs[name] = _Long(line, begin, at)
+            longs[name] = (line, begin, at)
             pos = at - 1  # the closing quote
     pieces.append(line[pos:stop])
     cut = b"".join(pieces)
     return None if len(cut) - seen > _LONG_TEXT else (cut, longs)
+
+
+def _resolved(finished):
+    """A call booked (tool_call, longs) as _decoded gives it: the long strings cut out of it put
+    back where the reader looks (_put_back_calls), any other one decoded (a call's args)."""
+    tool_call, longs = finished
+    if longs and _put_back_calls([tool_call], longs) < len(longs):
+        _decode_left(tool_call, longs)
+    return tool_call
+
+
+def _decode_left(value, longs):
+    """Each placeholder left in value (a dict or a list) replaced by its string decoded."""
+    for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+        if isinstance(item, str):
+            if item in longs:
+                value[key] = _Long(*longs[item]).whole()
+        elif isinstance(item, (dict, list)):
+            _decode_left(item, longs)
 
 
 def _put_back(record, longs):
@@ -555,7 +574,7 @@ def _put_back(record, longs):
     placed = _put_back_calls(record.get("toolCalls"), longs)
     content = record.get("content")
     if isinstance(content, str) and content in longs:
-        record["content"] = longs[content]
+        record["content"] = _Long(*longs[content])
         placed += 1
     return placed
 
@@ -576,7 +595,7 @@ def _put_back_calls(calls, longs):
     for holder, key in places:
         value = holder.get(key)
         if isinstance(value, str) and value in longs:
-            holder[key] = longs[value]
+            holder[key] = _Long(*longs[value])
             placed += 1
     return placed
 
@@ -669,12 +688,12 @@ class _Reader:
         if data[end - 1] != 0x7D:  # }
             return False
         try:
-            calls = _cut_out(data, begin, begin, end - 1, _put_back_calls)
+            cut = _cut_out(data, begin, begin, end - 1)
         except ValueError:
             return False
-        if not isinstance(calls, list):
+        if cut is None or not isinstance(cut[0], list):
             return False
-        self._calls(calls)
+        self._calls(*cut)
         return True
 
     def line(self, raw):
@@ -721,13 +740,16 @@ class _Reader:
         if isinstance(calls, list):
             self._calls(calls)
 
-    def _calls(self, calls):
+    def _calls(self, calls, longs=None):
         """A message's calls (a list), each finished one once: its outcome goes to the wires of
-        the agent the hooks see (see _work_out). Calls written before this file's run began
-        (copied from a resumed session), calls stamped before the last one booked and calls
-        already booked are skipped. The message is the one being written again when it holds a
-        call booked from it, else a new one, which ends the last one's ("own": the calls booked
-        from it)."""
+        the agent the hooks see (see _work_out). longs: the long strings cut out of them
+        (_cut_out), put back only for the calls whose outcomes are worked out (_resolved): a
+        placeholder stands where a string was, never as a call's id, stamp or status (their keys'
+        strings are not cut out), so which calls are booked is the same either way. Calls
+        written before this file's run began (copied from a resumed session), calls stamped
+        before the last one booked and calls already booked are skipped. The message is the one
+        being written again when it holds a call booked from it, else a new one, which ends the
+        last one's ("own": the calls booked from it)."""
         entry = self.entry
         booked = entry.get("calls", [])
         for tool_call in calls:
@@ -757,7 +779,7 @@ class _Reader:
             booked.append(call_id)
             _keep(entry)
             finished = self.finished
-            finished.append(tool_call)
+            finished.append((tool_call, longs))
             if len(finished) >= _BATCH:
                 _work_out(self.ledger, finished)
 
@@ -773,7 +795,7 @@ def _work_out(book, finished):
     first = len(finished)
     while first and (kept < ledger.HIST or failing):
         first -= 1
-        outcome = _call_outcome(finished[first])
+        outcome = _call_outcome(_resolved(finished[first]))
         outcomes.append(outcome)
         if outcome == "reset":
             break
@@ -782,9 +804,9 @@ def _work_out(book, finished):
             failing = failing and outcome == "fail"
     record = book.state["agents"].get("main")
     cancels = first and "reset" not in outcomes[-1:] and record and record.get("ref")
-    if cancels and any(map(_cancelled, finished[:first])):
+    if cancels and any(map(_cancelled, map(_resolved, finished[:first]))):
         ledger.reset_agent(record)
-    for tool_call, outcome in zip(finished[first:], reversed(outcomes)):
+    for (tool_call, _), outcome in zip(finished[first:], reversed(outcomes)):
         if outcome == "reset":
             ledger.reset_agent(book.agent("main"))
         elif outcome:
