@@ -719,23 +719,24 @@ class _Reader:
         again = raw.count(b'"type"') == 1 and raw.find(b'"type":"gemini"') > 0
         again = again and raw.endswith(b"}")
         self.again = raw[:-1] + b',"toolCalls":[' if again else None
+        entry = self.entry
         model = record.get("model")
         if isinstance(model, str) and model:
-            self.entry["model"] = model
+            entry["model"] = model
         tokens = record.get("tokens")
         key = record.get("id")
         if isinstance(tokens, dict) and isinstance(key, str) and key:
-            model = self.entry.get("model") or "gemini"
-            priced = (key, model, tokens, record.get("timestamp"))
+            model = entry.get("model") or "gemini"
+            stamp = record.get("timestamp")
+            priced = (key, model, tokens, stamp)
             if priced != self.priced:
                 self.priced = priced
                 pricer = self.prices.get(model)
                 if pricer is None:
                     pricer = self.prices[model] = pricing.gemini_pricer(model)
                 pusd, out = pricer[0](tokens)
-                known = pricer[1]
-                day = local_day(record.get("timestamp"))
-                self.ledger.usage(key, self.entry["agent"], model, pusd, known, out, day)
+                day = local_day(stamp)
+                self.ledger.usage(key, entry["agent"], model, pusd, pricer[1], out, day)
         calls = record.get("toolCalls")
         if isinstance(calls, list):
             self._calls(calls)
