@@ -92,20 +92,20 @@ else:  # pragma: no cover
         )
 
 
-def string_end(text, pos):
+def string_end(text, pos, stop=None):
     """Where the JSON string whose opening quote is text[pos] ends (after its closing quote),
     found by its quotes alone: a `"` that follows an even run of backslashes ends it. Its
-    content is not checked (as head_types trusts a line); ValueError when it does not end.
-    text is a str, or bytes (or a bytearray) of UTF-8."""
+    content is not checked (as head_types trusts a line); ValueError when it does not end
+    before stop. text is a str, or bytes (or a bytearray) of UTF-8."""
     quote, backslash = (b'"', 0x5C) if isinstance(text, (bytes, bytearray)) else ('"', "\\")
-    end = text.find(quote, pos + 1)
+    end = text.find(quote, pos + 1, stop)
     while end > 0 and text[end - 1] == backslash:
         run = end - 1
         while text[run - 1] == backslash:
             run -= 1
         if (end - run) % 2 == 0:
             break  # the backslashes escape each other, not the quote
-        end = text.find(quote, end + 1)
+        end = text.find(quote, end + 1, stop)
     if end < 0:
         raise ValueError("unterminated string")
     return end + 1

@@ -664,10 +664,12 @@ def gemini_pricer(model: str) -> tuple:
         inp, cached, tool = get("input", 0), get("cached", 0), get("tool", 0)
         out, thoughts = get("output", 0), get("thoughts", 0)
         # what _count makes of each, in one test when all are ints (a bool's type is bool)
-        kinds = type(inp) is type(cached) is type(tool) is type(out) is type(thoughts) is int
-        if not kinds or min(inp, cached, tool, out, thoughts) < 0:
+        if not type(inp) is type(cached) is type(tool) is type(out) is type(thoughts) is int or (
+            inp < 0 or cached < 0 or tool < 0 or out < 0 or thoughts < 0
+        ):
             inp, cached, tool, out, thoughts = map(_count, (inp, cached, tool, out, thoughts))
-        cached = min(cached, inp)
+        if cached > inp:
+            cached = inp
         out += thoughts
         p_in, p_cached, p_out = longer if above is not None and inp > above else base
         return (inp - cached + tool) * p_in + cached * p_cached + out * p_out, out

@@ -9,7 +9,7 @@ import pytest
 from guard_env import ROOT, GuardEnv, jsonl
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from runaway_guard import hosts, ledger, pricing, wires
+from runaway_guard import hosts, ledger, pricing, tail, wires
 from runaway_guard.calls import MODEL, PROMPT, RESULT, TOOL, Call, fingerprint
 from runaway_guard.decisions import ASK, DENY, STOP, TELL
 from runaway_guard.hosts import gemini
@@ -461,6 +461,10 @@ def sessions(draw):
         call["resultDisplay"] = draw(st.sampled_from([text, "Agent execution stopped by hook: "]))
         call["status"] = draw(st.sampled_from(["success"] * 6 + ["error", "cancelled"]))
         call["name"] = draw(st.sampled_from(["run_shell_command", "read_file"]))
+        # a long string in a call's args, under a key whose long strings are cut out elsewhere
+        call["args"] = draw(
+            st.sampled_from([call["args"]] * 6 + [{"content": text}, {"n": [{"output": text}]}])
+        )
         records += [message, change, answered]
     return records
 
@@ -544,6 +548,67 @@ def test_a_long_read_is_the_same_as_reading_line_by_line(
     finally:
         gemini._BATCH = kept
     assert whole == read(state)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    records=sessions(),
+    agents=st.lists(sessions(), max_size=2),
+    block=st.sampled_from([1 << 12, 1 << 14, 1 << 16]),
+    refused=st.booleans(),
+)
+# more calls than the wires keep, their results read into a buffer read into again since
+@example(
+    [HEADER, *(r for i in range(40) for r in with_output(turn(i), _FAILED))], [], 1 << 14, False
+)
+# a cancel the wires see only once they counted a refusal, then more calls than they keep
+@example(
+    [
+        HEADER,
+        *with_output(turn(0), _CANCELLED_TEXT + "\n" + "a line of output\n" * 90),
+        *(r for i in range(1, 30) for r in turn(i)),
+    ],
+    [],
+    1 << 16,
+    True,
+)
+# a long string in a call's args, in a list: decoded for the call's hash
+@example([HEADER, *with_args(turn(0), {"n": [{"output": "x" * 2000}]}), *turn(1)], [], 1 << 16, 0)
+def test_reading_in_blocks_is_decoding_every_line_whole(
+    tmp_path_factory, records, agents, block, refused
+):
+    """The fast paths (lines passed over by their head, a message written again read for its
+    calls alone where they are in the read buffer, long strings cut out and put back only for
+    the calls whose outcomes are worked out, once a block was read) against plain reading:
+    every line decoded whole (json.loads) and read by line(), the buffer a few lines long.
+    refused: the wires had counted a refusal, which a cancel resets."""
+
+    def state_of(tmp):
+        with ledger.Ledger(str(tmp / "state"), "gemini", "s") as book:
+            book.agent("main")["ref"] = {"loop": 1} if refused else {}
+        state = sync_file(tmp, [])
+        entries = {Path(path).name: dict(entry, ino=None) for path, entry in unpacked(state)}
+        return state["spend"], state["agents"], entries
+
+    files = [(f"s/a{n}.jsonl", subagent(agent, f"a{n}")) for n, agent in enumerate(agents)]
+    files.append(("session-x.jsonl", records))
+    fast, plain = (tmp_path_factory.mktemp(name) for name in ("fast", "plain"))
+    for tmp in (fast, plain):
+        for name, lines in files:
+            jsonl(tmp / "chats" / name, lines)
+    kept = tail.BLOCK, tail._buffer[:]
+    tail.BLOCK, tail._buffer[:] = block, []
+    try:
+        got = state_of(fast)
+    finally:
+        tail.BLOCK, tail._buffer[:] = kept
+    reader = gemini._Reader
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delattr(reader, "lines")  # each line to line(), one by one
+        patch.setattr(gemini, "_decoded", json.loads)
+        assert state_of(plain) == got
 
 
 # -- a subagent file's entry, packed between calls ---------------------------------------------

@@ -99,6 +99,7 @@ _SECTIONS = ("Output: ", "Error: ", "Exit Code: ", "Signal: ", "Background PIDs:
 _VOLATILE = ("Process Group PGID: ", "Background PIDs: ")
 _GUARD = ("Tool execution blocked: ", "Agent execution stopped by hook: ", "")
 _CANCELLED = "Command was cancelled by user"
+_FINISHED = ("success", "error", "cancelled")
 # Most of a session's bytes are tool results, written twice a call (text and display) with the
 # tool's description: a string of these keys longer than _LONG_TEXT in a tool call is not
 # decoded but at its ends, _END bytes each (_decoded, _Long).
@@ -394,6 +395,12 @@ class _Long:
     def whole(self):
         return jsonio.value_at(_text(self.line[self.start : self.end]), 0)[0]
 
+    def owned(self):
+        """The same string in bytes of its own, kept when the line's (the reader's buffer,
+        _Reader.lines) are read into again."""
+        line, start, end = self.line, self.start, self.end
+        return self if line.__class__ is bytes else _Long(bytes(line[start:end]), 0, end - start)
+
     def lead(self):
         """Its first characters when they tell that it is neither the guard's refusal nor a
         cancel: no escape or tag, a first character that is no space; else None."""
@@ -448,40 +455,37 @@ def _decoded(raw):
     if len(raw) <= LONG:
         return jsonio.loads(raw)
     search = max(raw.find(b'"toolCalls":['), 0)
-    record = _cut_out(raw, 0, search, len(raw), _put_back)
-    return jsonio.loads(raw) if record is None else record
+    cut = _cut_out(raw, 0, search, len(raw))
+    if cut is not None and (not cut[1] or _put_back(*cut) == len(cut[1])):
+        return cut[0]
+    return jsonio.loads(raw)
 
 
-def _cut_out(line, start, search, stop, put_back):
-    """The JSON value line[start:stop] (bytes) decoded with its long strings from search on
-    (_long_strings) cut out, each put back as a _Long by put_back(value, longs), which counts
-    them; None unless every one is where the reader looks (a string cut out of a value that
-    counts, a call's args: the caller decodes it whole). ValueError for a string not ended."""
-    spans = _guessed(line, search, stop)
-    if spans is not None:
-        cut, longs = _cut(line, start, stop, spans[0])
-        if len(cut) - spans[1] > _LONG_TEXT:
-            spans = None  # what the guess did not look at may hold a long string
-    if spans is None:
-        cut, longs = _cut(line, start, stop, _long_strings(line, search, stop))
+def _cut_out(line, start, search, stop):
+    """(the JSON value line[start:stop] (bytes) decoded with its long strings from search on
+    (_long_strings) cut out, {placeholder left in the value: the arguments of its _Long}); None
+    when it cannot be decoded so. ValueError for a string not ended."""
+    cut = _guessed(line, start, search, stop)
+    if cut is None:
+        cut = _cut(line, start, stop, _long_strings(line, search, stop))
+    cut, longs = cut
     # each placeholder must stand where the reader looks (a value of its own: no other \u0000 in
     # what is decoded)
     if longs and cut.count(b"\\u0000") != len(longs):
         return None
     try:
-        value = jsonio.loads(cut)
+        return jsonio.loads(cut), longs
     except ValueError:
         return None
-    return value if not longs or put_back(value, longs) == len(longs) else None
 
 
 def _cut(line, start, stop, spans):
     """(line[start:stop] with the string of each span, but those past the last of _HOLES,
-    replaced by a placeholder, {placeholder: its _Long})."""
+    replaced by a placeholder, {placeholder: the arguments of its _Long})."""
     pieces, longs, pos = [], {}, start
     for (begin, end), (hole, key) in zip(spans, _HOLES):
         pieces += (line[pos : begin + 1], hole)
-        longs[key] = _Long(line, begin, end)
+        longs[key] = (line, begin, end)
         pos = end - 1  # the closing quote
     pieces.append(line[pos:stop])
     return b"".join(pieces), longs
@@ -503,7 +507,7 @@ def _long_strings(line, at, stop):
         if line.endswith(_CUT, 0, end):
             key = line.rfind(b'"', 0, at)
             if line[key - 1] != 0x5C:  # not an escaped quote in a string
-                end = jsonio.string_end(line, at + 2)
+                end = jsonio.string_end(line, at + 2, stop)
                 keys.append(bytes(line[key : at + 3]))
                 if end - at - 2 > _LONG_TEXT:
                     found.append((at + 2, end))
@@ -512,27 +516,54 @@ def _long_strings(line, at, stop):
     return found
 
 
-def _guessed(line, at, stop):
-    """(what _long_strings finds, the bytes of the shorter strings of those keys) when the
-    strings are under the keys it found last, in that order, those that are there (any other
-    long string is left in: the caller checks what was not looked at); None without a guess or
-    for an escaped quote. A `"key":"` not escaped is a key wherever it is found."""
-    found, short = [], 0
+def _guessed(line, start, at, stop):
+    """What _cut makes of what _long_strings finds, when the strings are under the keys it
+    found last, in that order, those that are there (any other long string is left in: what was
+    not looked at must be short); None without a guess, for an escaped quote, or when what was
+    not looked at may hold a long string. A `"key":"` not escaped is a key wherever it is
+    found."""
+    if not _guess:
+        return None
+    pieces, longs, pos, seen = [], {}, start, 0
     for key in _guess:
         there = line.find(key, at, stop)
         if there < 0:
             continue
         if line[there - 1] == 0x5C:
             return None
-        start = there + len(key) - 1
-        at = line.find(b'"', start + 1) + 1  # its end, but where that quote is escaped
+        begin = there + len(key) - 1
+        at = line.find(b'"', begin + 1, stop) + 1  # its end, but where that quote is escaped
         if at <= 0 or line[at - 2] == 0x5C:
-            at = jsonio.string_end(line, start)
-        if at - start > _LONG_TEXT:
-            found.append((start, at))
-        else:
-            short += at - start
-    return (found, short) if _guess else None
+            at = jsonio.string_end(line, begin, stop)
+        if at - begin <= _LONG_TEXT:
+            seen += at - begin
+        elif len(longs) < len(_HOLES):
+            hole, name = _HOLES[len(longs)]
+            pieces += (line[pos : begin + 1], hole)
+            longs[name] = (line, begin, at)
+            pos = at - 1  # the closing quote
+    pieces.append(line[pos:stop])
+    cut = b"".join(pieces)
+    return None if len(cut) - seen > _LONG_TEXT else (cut, longs)
+
+
+def _resolved(finished):
+    """A call booked (tool_call, longs) as _decoded gives it: the long strings cut out of it put
+    back where the reader looks (_put_back_calls), any other one decoded (a call's args)."""
+    tool_call, longs = finished
+    if longs and _put_back_calls([tool_call], longs) < len(longs):
+        _decode_left(tool_call, longs)
+    return tool_call
+
+
+def _decode_left(value, longs):
+    """Each placeholder left in value (a dict or a list) replaced by its string decoded."""
+    for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+        if isinstance(item, str):
+            if item in longs:
+                value[key] = _Long(*longs[item]).whole()
+        elif isinstance(item, (dict, list)):
+            _decode_left(item, longs)
 
 
 def _put_back(record, longs):
@@ -543,7 +574,7 @@ def _put_back(record, longs):
     placed = _put_back_calls(record.get("toolCalls"), longs)
     content = record.get("content")
     if isinstance(content, str) and content in longs:
-        record["content"] = longs[content]
+        record["content"] = _Long(*longs[content])
         placed += 1
     return placed
 
@@ -564,7 +595,7 @@ def _put_back_calls(calls, longs):
     for holder, key in places:
         value = holder.get(key)
         if isinstance(value, str) and value in longs:
-            holder[key] = longs[value]
+            holder[key] = _Long(*longs[value])
             placed += 1
     return placed
 
@@ -576,8 +607,10 @@ def _keep(entry):
     booked ("tied": a file read again whole brings them back with that stamp); a call stamped
     earlier is skipped anyway. Both are the last ids booked (stamps never go back)."""
     booked = entry.get("calls", [])
-    keep = min(max(entry.get("own", 0), entry.get("tied", len(booked))), 64)
-    entry["calls"] = booked[-keep:] if keep else []
+    keep = entry.get("own", 0)
+    tied = entry.get("tied", len(booked))
+    keep = 64 if keep > 64 or tied > 64 else keep if keep > tied else tied
+    entry["calls"] = booked if len(booked) <= keep else booked[-keep:] if keep else []
 
 
 def _settle(book):
@@ -625,8 +658,10 @@ class _Reader:
     def lines(self, data, start, stop):
         """Each whole line of data[start:stop], as line() would take it, but a line whose head
         shows it cannot count is passed over unread, and a message written again has only its
-        calls read."""
+        calls read, where they are in data. data is read into again next: the outcomes of the
+        calls finished are worked out (the texts the wires keep are copied out of it)."""
         each_line(data, start, stop, self.line, self._read_in_place)
+        _work_out(self.ledger, self.finished)
 
     def _read_in_place(self, data, start, end):
         """Whether the line data[start:end] needs no more: $set and $rewindTo lines, long lines
@@ -652,14 +687,13 @@ class _Reader:
         "gemini", as line() reads it). False when not: line() reads it."""
         if data[end - 1] != 0x7D:  # }
             return False
-        array = data[begin : end - 1]  # a copy: the reader's buffer is read into again
         try:
-            calls = _cut_out(array, 0, 0, len(array), _put_back_calls)
+            cut = _cut_out(data, begin, begin, end - 1)
         except ValueError:
             return False
-        if not isinstance(calls, list):
+        if cut is None or not isinstance(cut[0], list):
             return False
-        self._calls(calls)
+        self._calls(*cut)
         return True
 
     def line(self, raw):
@@ -685,71 +719,70 @@ class _Reader:
         again = raw.count(b'"type"') == 1 and raw.find(b'"type":"gemini"') > 0
         again = again and raw.endswith(b"}")
         self.again = raw[:-1] + b',"toolCalls":[' if again else None
+        entry = self.entry
         model = record.get("model")
         if isinstance(model, str) and model:
-            self.entry["model"] = model
+            entry["model"] = model
         tokens = record.get("tokens")
         key = record.get("id")
         if isinstance(tokens, dict) and isinstance(key, str) and key:
-            model = self.entry.get("model") or "gemini"
-            priced = (key, model, tokens, record.get("timestamp"))
+            model = entry.get("model") or "gemini"
+            stamp = record.get("timestamp")
+            priced = (key, model, tokens, stamp)
             if priced != self.priced:
                 self.priced = priced
                 pricer = self.prices.get(model)
                 if pricer is None:
                     pricer = self.prices[model] = pricing.gemini_pricer(model)
                 pusd, out = pricer[0](tokens)
-                known = pricer[1]
-                day = local_day(record.get("timestamp"))
-                self.ledger.usage(key, self.entry["agent"], model, pusd, known, out, day)
+                day = local_day(stamp)
+                self.ledger.usage(key, entry["agent"], model, pusd, pricer[1], out, day)
         calls = record.get("toolCalls")
         if isinstance(calls, list):
             self._calls(calls)
 
-    def _calls(self, calls):
-        """A message's calls (a list)."""
-        self._scope(calls)
-        for tool_call in calls:
-            if isinstance(tool_call, dict):
-                self._outcome(tool_call)
-
-    def _scope(self, calls):
-        """A message with calls: the one being written again when it holds a call booked from
-        it, else a new one, which ends the last one's ("own": the calls booked from it)."""
+    def _calls(self, calls, longs=None):
+        """A message's calls (a list), each finished one once: its outcome goes to the wires of
+        the agent the hooks see (see _work_out). longs: the long strings cut out of them
+        (_cut_out), put back only for the calls whose outcomes are worked out (_resolved): a
+        placeholder stands where a string was, never as a call's id, stamp or status (their keys'
+        strings are not cut out), so which calls are booked is the same either way. Calls
+        written before this file's run began (copied from a resumed session), calls stamped
+        before the last one booked and calls already booked are skipped. The message is the one
+        being written again when it holds a call booked from it, else a new one, which ends the
+        last one's ("own": the calls booked from it)."""
         entry = self.entry
         booked = entry.get("calls", [])
         for tool_call in calls:
             if isinstance(tool_call, dict) and tool_call.get("id") in booked:
-                return
-        entry["own"] = 0
-        _keep(entry)
-
-    def _outcome(self, tool_call):
-        """A finished call, once: its outcome goes to the wires of the agent the hooks see (see
-        _book). Calls written before this file's run began (copied from a resumed session),
-        calls stamped before the last one booked and calls already booked are skipped."""
-        entry = self.entry
-        call_id = tool_call.get("id")
-        stamp = tool_call.get("timestamp")
-        if not isinstance(call_id, str) or not isinstance(stamp, str):
-            return
-        if tool_call.get("status") not in ("success", "error", "cancelled"):
-            return  # still running: its outcome comes with a later line
-        last = entry.get("last", "")
-        if stamp < entry.get("start", "") or stamp < last:
-            return
-        booked = entry.setdefault("calls", [])
-        if call_id in booked:
-            return
-        entry["own"] = entry.get("own", len(booked)) + 1
-        entry["tied"] = entry.get("tied", 0) + 1 if stamp == last else 1
-        entry["last"] = stamp
-        booked.append(call_id)
-        _keep(entry)
-        finished = self.finished
-        finished.append(tool_call)
-        if len(finished) >= _BATCH:
-            _work_out(self.ledger, finished)
+                break
+        else:
+            entry["own"] = 0
+            _keep(entry)
+        for tool_call in calls:
+            if not isinstance(tool_call, dict):
+                continue
+            call_id = tool_call.get("id")
+            stamp = tool_call.get("timestamp")
+            if not isinstance(call_id, str) or not isinstance(stamp, str):
+                continue
+            if tool_call.get("status") not in _FINISHED:
+                continue  # still running: its outcome comes with a later line
+            last = entry.get("last", "")
+            if stamp < last or stamp < entry.get("start", ""):
+                continue
+            booked = entry.setdefault("calls", [])
+            if call_id in booked:
+                continue
+            entry["own"] = entry.get("own", len(booked)) + 1
+            entry["tied"] = entry.get("tied", 0) + 1 if stamp == last else 1
+            entry["last"] = stamp
+            booked.append(call_id)
+            _keep(entry)
+            finished = self.finished
+            finished.append((tool_call, longs))
+            if len(finished) >= _BATCH:
+                _work_out(self.ledger, finished)
 
 
 def _work_out(book, finished):
@@ -763,7 +796,7 @@ def _work_out(book, finished):
     first = len(finished)
     while first and (kept < ledger.HIST or failing):
         first -= 1
-        outcome = _call_outcome(finished[first])
+        outcome = _call_outcome(_resolved(finished[first]))
         outcomes.append(outcome)
         if outcome == "reset":
             break
@@ -772,13 +805,14 @@ def _work_out(book, finished):
             failing = failing and outcome == "fail"
     record = book.state["agents"].get("main")
     cancels = first and "reset" not in outcomes[-1:] and record and record.get("ref")
-    if cancels and any(map(_cancelled, finished[:first])):
+    if cancels and any(map(_cancelled, map(_resolved, finished[:first]))):
         ledger.reset_agent(record)
-    for tool_call, outcome in zip(finished[first:], reversed(outcomes)):
+    for (tool_call, _), outcome in zip(finished[first:], reversed(outcomes)):
         if outcome == "reset":
             ledger.reset_agent(book.agent("main"))
         elif outcome:
             text = _result_text(tool_call.get("result"))[0]
+            text = text.owned() if isinstance(text, _Long) else text
             later = _Later(tool_call.get("name"), tool_call.get("args"), text)
             book.complete_unseen("main", later)
             book.outcome("main", None, outcome == "fail", later)
