@@ -236,6 +236,49 @@ def _result_text(content):
     return ""
 
 
+def _parent_end(raw):
+    """Where the value of a record's leading parentUuid ends, or -1 (a string with an escape)."""
+    if raw.startswith(b'{"parentUuid":"'):
+        end = raw.find(b'"', 15)
+        return end + 1 if end > 0 and raw[end - 1] != 0x5C else -1
+    return 18 if raw.startswith(b'{"parentUuid":null') else -1
+
+
+def _row_shape(raw, record, message, file_agent):
+    """(head, usage, requestedModel member) of a response's row as bytes, which its other rows
+    repeat (see _Reader._repeats); None when the row is not laid out as Claude Code writes one.
+
+    The head runs from after parentUuid's value to the content array's `[`: the record's members
+    before the message, then the message's, its id first and its model among them, with no
+    object among them (in the main file, isSidechain false first). The usage runs from the last
+    `"usage"` key, with no other after the head, to the `}` before the record's last: when the
+    message's usage is not in the head, it is that key, and the bytes hold its value and the
+    end of the message."""
+    begin = _parent_end(raw)
+    end = raw.find(b',"content":[', begin) + 12
+    usage_at = raw.rfind(b'"usage":')
+    close = raw.rfind(b"}", 0, raw.rfind(b"}")) + 1
+    if begin < 0 or not 12 <= end <= usage_at < close:
+        return None
+    head = raw[begin:end]
+    inner = head.find(b',"message":{"id":"')
+    if (
+        inner < 0
+        or head.count(b"{") != 1
+        or head.find(b',"model":"', inner) < 0
+        or (file_agent == "main" and not head.startswith(b',"isSidechain":false,'))
+        or raw.find(b'"usage"', end, usage_at) >= 0
+        or message.get("pausedResponses") is not None
+    ):
+        return None
+    requested = record.get("requestedModel")
+    if isinstance(requested, str):
+        requested = b',"requestedModel":' + jsonio.dumps(requested).encode()
+    elif requested is not None:
+        return None
+    return head, raw[usage_at:close], requested
+
+
 # Only these records change the ledger; any other type is passed over unread (a long line is
 # judged by the type its head names: see lines()).
 _COUNTED = frozenset({"assistant", "user", "system", "cost-state"})
@@ -252,6 +295,8 @@ class _Reader:
         # rows come one after another, so it is priced once, when the next response (or
         # anything that needs the total) comes, or when the read ends.
         self.held = None
+        # The bytes a repeated row of the held response matches (see _repeats), or None.
+        self.shape = None
 
     def __call__(self, raw):
         self.line(raw)
@@ -261,7 +306,7 @@ class _Reader:
         held = self.held
         if held is None:
             return
-        self.held = None
+        self.held = self.shape = None
         key, out, agent, model, record, message = held
         pusd, known = pricing.claude_cost(model, message["usage"])
         paused = message.get("pausedResponses")
@@ -299,8 +344,11 @@ class _Reader:
         # Most lines are tool results nobody waits for, progress, attachments, snapshots, and
         # each byte test scans the whole line: the tests that need no scan come first. A
         # response's usage ends its row: looked for from the end.
+        usage_at = raw.rfind(b'"usage"')
+        if usage_at >= 0 and self.shape is not None and self._repeats(raw, usage_at):
+            return
         wanted = (
-            raw.rfind(b'"usage"') >= 0
+            usage_at >= 0
             or (
                 self.ledger.expecting()
                 and raw.find(b'"tool_result"') >= 0
@@ -333,11 +381,11 @@ class _Reader:
         if not isinstance(message, dict):
             return
         if kind == "assistant":
-            self._response(record, message)
+            self._response(record, message, raw)
         elif kind == "user":
             self._results(message.get("content"))
 
-    def _response(self, record, message):
+    def _response(self, record, message, raw):
         usage = message.get("usage")
         model = message.get("model")
         if not isinstance(usage, dict) or record.get("isApiErrorMessage"):
@@ -368,6 +416,39 @@ class _Reader:
         else:
             self.flush()
         self.held = (key, out, agent, model, record, message)
+        if "ver" in self.entry and key == message.get("id"):
+            self.shape = _row_shape(raw, record, message, self.agent)
+
+    def _repeats(self, raw, usage_at):
+        """Whether raw is another row of the held response that _response would pass over, told
+        from its bytes alone: the held row's head and usage (see _row_shape), and after them
+        the record's own members, of an assistant, with the model requested.
+
+        Rows are taken as JSON.stringify writes them: each key once, spelled without escapes.
+        A row that is not JSON is passed over either way. In one that is, the message opens in
+        the head; its usage, if it has one, is in the head, the held row's, or else, with no
+        other `"usage"` after the head, the one at usage_at (the last): the bytes from there are
+        the held row's, from its message's usage key to past the message's end, so they mean
+        the same. After them, one `}`: no object opens there, nor is one open but the record,
+        and an array holds no keys, so the keys found there are the record's.
+        """
+        head, usage, requested = self.shape
+        begin = _parent_end(raw)
+        start = begin + len(head)
+        close = usage_at + len(usage)
+        if (
+            begin < 0
+            or not raw.startswith(head, begin)
+            or not raw.startswith(usage, usage_at)
+            or raw.count(b"}", close) != 1
+            or raw.find(b',"type":"assistant"', close) < 0
+            or raw.find(b'"usage"', start, usage_at) >= 0
+            or raw.find(b'"pausedResponses"', start, usage_at) >= 0
+        ):
+            return False
+        if requested is None:
+            return raw.find(b'"requestedModel"', close) < 0
+        return raw.find(requested, close) >= 0
 
     def _compaction(self, record):
         """Compaction is billed but not written as a response: estimate it from its size until a
