@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from runaway_guard import hosts, ledger, pricing, tail, wires
 from runaway_guard.calls import MODEL, PROMPT, RESULT, TOOL, Call, fingerprint
 from runaway_guard.decisions import ASK, DENY, STOP, TELL
-from runaway_guard.hosts import gemini
+from runaway_guard.hosts import _files, gemini
 from runaway_guard.sessions import refresh
 
 FIXTURES = ROOT / "tests" / "fixtures" / "gemini"
@@ -470,9 +470,9 @@ def sessions(draw):
 
 
 def unpacked(state):
-    """(path, entry) of each file the state follows, a subagent's entry unpacked (_packed)."""
+    """(path, entry) of each file the state follows, a subagent's entry unpacked (_files)."""
     return [
-        (path, gemini._unpacked(path, entry) if isinstance(entry, list) else entry)
+        (path, _files._unpacked(path, entry, gemini._agent) if isinstance(entry, list) else entry)
         for path, entry in state["files"].items()
     ]
 
@@ -613,30 +613,6 @@ def test_reading_in_blocks_is_decoding_every_line_whole(
 
 # -- a subagent file's entry, packed between calls ---------------------------------------------
 
-stamps = st.text(st.sampled_from("0129-:TZ."), max_size=24)
-entries = st.fixed_dictionaries(
-    {"agent": st.sampled_from(["a1", "main", "a1.jsonl", "", "é"])},
-    optional={
-        "off": st.integers(0, 2**63),
-        "ino": st.integers(0, 2**64),
-        "skip": st.just(True),
-        "start": stamps,
-        "model": st.text(max_size=12),
-        "own": st.integers(0, 70),
-        "calls": st.lists(st.text(max_size=12), max_size=4),
-        "tied": st.integers(0, 70),
-        "last": stamps,
-    },
-)
-
-
-@given(entry=entries, name=st.sampled_from(["a1", "main", "b"]))
-def test_a_packed_entry_is_json_and_unpacks_to_itself(entry, name):
-    path = f"/home/u/.gemini/tmp/p/chats/s/{name}.jsonl"
-    packed = gemini._packed(path, entry)
-    assert isinstance(packed, list) and json.loads(json.dumps(packed)) == packed
-    assert gemini._unpacked(path, packed) == entry
-
 
 def test_a_status_finds_the_main_file_among_packed_entries(tmp_path):
     """status.py refreshes a session first (sessions.refresh): a legacy session-*.json is not
@@ -674,7 +650,7 @@ def test_a_status_finds_the_main_file_among_packed_entries(tmp_path):
     [HEADER], [[HEADER, *turn(0)], [HEADER]], [({0}, 4, False, False), ({0}, 1, True, False)]
 )
 def test_packed_entries_read_as_entries_kept_whole(tmp_path_factory, records, agents, steps):
-    """A subagent file's entry is packed between calls (_packed) and unpacked once the file
+    """A subagent file's entry is packed between calls (_files) and unpacked once the file
     changed: the same state, call after call, as the entries kept whole, in the same order
     (the order files are read in is the order their outcomes reach the wires). A step appends
     up to n records to some files, may put a file's bytes under a new inode, and may be read by
@@ -693,15 +669,15 @@ def test_packed_entries_read_as_entries_kept_whole(tmp_path_factory, records, ag
             GEMINI.sync(book, call)
             return book.state["spend"], book.state["agents"], unpacked(book.state)
 
-    def whole(path, entry):
+    def whole(path, entry, named):
         return entry
 
     def synced_whole(state_dir):
-        kept, gemini._packed = gemini._packed, whole
+        kept, _files._packed = _files._packed, whole
         try:
             return synced(state_dir)
         finally:
-            gemini._packed = kept
+            _files._packed = kept
 
     for grown, count, moved, older in [*steps, (set(range(len(files))), 10**6, False, False)]:
         grown = sorted({index % len(files) for index in grown})

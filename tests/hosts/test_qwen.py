@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from runaway_guard import fs, hook, hosts, ledger
 from runaway_guard.calls import MODEL, TOOL, Call
 from runaway_guard.decisions import ASK, DENY, STOP, TELL, fit
-from runaway_guard.hosts import qwen
+from runaway_guard.hosts import _files, qwen
 
 FIXTURES = ROOT / "tests" / "fixtures" / "qwen"
 PRICES = json.loads((ROOT / "skill" / "runaway_guard" / "prices.json").read_text())["openai"]
@@ -140,7 +140,12 @@ def test_a_quiet_subagents_folder_is_not_listed_again(tmp_path, monkeypatch):
     def sync():
         with ledger.Ledger(str(tmp_path / "state"), "qwen", session) as book:
             qwen.sync(book, call)
-            return {path: entry["agent"] for path, entry in book.state["files"].items()}
+            return {path: agent(path, entry) for path, entry in book.state["files"].items()}
+
+    def agent(path, entry):  # a subagent's entry is packed between calls (hosts._files)
+        if isinstance(entry, list):
+            entry = _files._unpacked(path, entry, _files.agent_file)
+        return entry["agent"]
 
     first = sync()
     listed = []

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from claude_records import assistant, result, usage
 from guard_env import ROOT, jsonl
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from runaway_guard import hosts, ledger
 from runaway_guard.calls import Call
@@ -282,7 +282,7 @@ def test_state_stays_small_and_keeps_each_agents_last_response(tmp_path):
     call = FakeCall("claude", "s1", main)
     sync_once(tmp_path / "state", "claude", call)
     with ledger.Ledger(str(tmp_path / "state"), "claude", "s1") as book:
-        recent = book.state["recent"]
+        recent = dict(book._unpark())  # the parked responses too (saving parks them again)
     assert len(recent) <= ledger.RECENT + 41
     assert {f"a{n}-19" for n in range(40)} | {"m499"} <= recent.keys()
     assert "m0" not in recent and "a0-0" not in recent
@@ -299,7 +299,7 @@ def test_state_stays_small_and_keeps_each_agents_last_response(tmp_path):
         active.update(dict.fromkeys(active, 0), a7="not a time")
     sync_once(tmp_path / "state", "claude", call)  # the next call finds them stale
     with ledger.Ledger(str(tmp_path / "state"), "claude", "s1") as book:
-        assert len(book.state["recent"]) == ledger.RECENT and book.state["active"] == {}
+        assert len(book._unpark()) == ledger.RECENT and book.state["active"] == {}
 
 
 @contextlib.contextmanager
@@ -377,5 +377,123 @@ def test_recent_responses_stay_bounded_call_after_call(tmp_path):
         jsonl(main, [assistant(f"m{n}")])
         sync_once(tmp_path / "state", "claude", call)
     with ledger.Ledger(str(tmp_path / "state"), "claude", "s1") as book:
-        assert len(book.state["recent"]) <= 2 * ledger.RECENT + 1
-        assert "m79" in book.state["recent"]
+        recent = book._unpark()
+        assert len(recent) <= 2 * ledger.RECENT + 1
+        assert "m79" in recent
+
+
+# -- the recent responses but the last RECENT, parked as one text between calls ---------------
+
+bookings = st.lists(
+    st.tuples(
+        st.integers(0, 60),  # the response, of a pool small enough to correct some
+        st.integers(0, 40),  # its agent (the responses of a pool's number share one)
+        st.integers(0, 9),  # its output: a larger one corrects what was booked
+        st.sampled_from(["usage", "usage", "usage", "reconcile", "estimate", "reread"]),
+    ),
+    max_size=40,
+)
+
+
+class Clock:
+    """ledger's time module, its time set by the test: agents go quiet for ACTIVE; time_ns (a
+    correction's stamp) runs on from the call's start, the same in both ledgers."""
+
+    def __init__(self, real):
+        self.real, self.now, self.ns = real, real.time(), 0  # (older states are pruned)
+        self.monotonic, self.sleep = real.monotonic, real.sleep
+
+    def time(self):
+        return self.now
+
+    def time_ns(self):
+        self.ns += 1000
+        return self.ns
+
+
+def recent_of(book):
+    """Every recent response, parked or not, in order; the state left as it was loaded."""
+    parked = book.state.get("parked")
+    recent = book._unpark()
+    if parked is not None:
+        book.state["parked"] = parked
+        book.state["recent"] = {key: recent[key] for key in list(recent)[parked[0] :]}
+    return list(recent.values())
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    calls=st.lists(
+        st.tuples(bookings, st.sampled_from([0, 60, 4000]), st.booleans()), min_size=1, max_size=8
+    )
+)
+@example(  # parked twice, then a trim of them all (too many), two of them corrected, a trim
+    calls=[  # (agents gone quiet)
+        ([(n, 60, 0, "usage") for n in range(40)], 0, False),
+        ([(n, 60, 0, "usage") for n in range(40, 60)], 60, False),
+        ([(n, 0, 0, "usage") for n in range(100, 140)], 60, False),
+        ([(0, 60, 5, "usage"), (1, 60, 5, "usage")], 60, False),
+        ([(59, 60, 9, "usage")], 4000, False),
+        ([(2, 60, 9, "usage")], 0, False),
+    ]
+)
+def test_parked_responses_book_as_responses_kept_whole(tmp_path_factory, calls):
+    """Call after call, a ledger that parks the older recent responses (ledger._park) books as
+    one that keeps them all in "recent": the same spend, the same responses remembered in the
+    same order, the same agents active, the same ledger file. A call books responses, some of
+    them later rows of one booked before (parked by then, or not), the host's totals
+    (reconcile) and estimates, with the whole ledger loaded (a re-read) or not; time may pass
+    (agents go quiet: a trim); a call may be made by a guard from before parking (its state
+    whole, read by the next call)."""
+    tmp = tmp_path_factory.mktemp("parked")
+    clock = Clock(ledger.time)
+    ledger.time = clock
+    whole = ledger.Ledger._park
+
+    def book_call(state_dir, bookings, parking):
+        ledger.Ledger._park = whole if parking else lambda self: None
+        with ledger.Ledger(str(tmp / state_dir), "claude", "s") as book:
+            for response, agent, out, kind in bookings:
+                if kind == "reconcile":
+                    book.reconcile(10**12 * (1 + response), "claude-opus-4-8", "2026-12-01")
+                elif kind == "estimate":
+                    book.estimate_unwritten(f"c{response}", "claude-opus-4-8", 7 * 10**9, "d")
+                elif kind == "reread":
+                    book.load_known()  # a transcript read again: the whole ledger looked up
+                else:
+                    pusd = 10**9 * (response + 1) + out
+                    book.usage(
+                        f"r{response}", f"a{response % (agent + 1)}", "m", pusd, True, out, "d"
+                    )
+            state = book.state
+            booked = state["spend"], recent_of(book), state["active"], state.get("side")
+        path = Path(book.ledger_path)
+        return booked, path.read_bytes() if path.exists() else b""
+
+    try:
+        for bookings, elapsed, older in calls:
+            clock.now += elapsed
+            start = clock.ns = int(clock.now * 1e9)
+            parked = book_call("parked", bookings, not older)
+            clock.ns = start
+            assert parked == book_call("whole", bookings, False)
+    finally:
+        ledger.time, ledger.Ledger._park = clock.real, whole
+
+
+def test_a_parked_response_is_found_whatever_its_key(tmp_path):
+    """A parked response is found by its key's JSON text: keys that JSON escapes, and keys
+    that are the start of another's."""
+    keys = ['a"b', "a\\", "é", "a", "a,", "[x", "side"] + [f"k{n}" for n in range(40)]
+    with ledger.Ledger(str(tmp_path), "claude", "s") as book:
+        for key in keys:
+            book.usage(key, key, "m", 1000, True, 1, "d")
+    with ledger.Ledger(str(tmp_path), "claude", "s") as book:
+        assert book.state["parked"][0] == len(keys) - ledger.RECENT
+        assert all(book.remembers(key) for key in keys)
+        assert not any(book.remembers(key) for key in ("b", "k", "k4x", '"a"', "a\\\\"))
+        for key in keys:  # a later row of each: corrected, not booked again
+            book.usage(key, key, "m", 2000, True, 2, "d")
+        assert book.state["spend"]["total"] == 2000 * len(keys)

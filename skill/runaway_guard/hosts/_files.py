@@ -7,7 +7,7 @@ matter are parsed: a cheap byte test comes before any JSON decoding.
 
 import time
 
-from .. import fs, tail
+from .. import fs, jsonio, tail
 
 _day_cache = {}
 # A line longer than this is judged first by the type its head names (jsonio.head_types):
@@ -85,7 +85,7 @@ def each_line(data, start, stop, line, passed_over):
         start = end + 1
 
 
-def read_all(book, main, reader, unpacked=None):
+def read_all(book, main, reader, named=None):
     """Read every file the book follows for this session, the main file last (its records may
     total the others); reader(entry) gives the line handler for one file (see tail.read_new),
     whose flush(), if it has one, is called once the file is read.
@@ -95,9 +95,11 @@ def read_all(book, main, reader, unpacked=None):
     is tried again next call while the others still count. Any other error of the main file
     propagates: the caller fails open.
 
-    A host may keep a file's entry between calls as a list [off, ino, ...] of its own (a state
-    of many quiet files loads and saves in a fraction of the time dicts take):
-    unpacked(path, entry) gives the dict back once the file changed.
+    A subagent's file entry is kept between calls packed, [off, ino, the rest as JSON] (the
+    agent left out when named(path), the host's, tells it), and unpacked only once the file
+    changed: a call where it did not needs only off and ino against one stat, and marshal loads
+    and writes such a list in a fraction of a dict's time. The main agent's entry stays a dict
+    (sessions.refresh and Codex look for it).
     """
     files = book.state["files"]
     paths = [
@@ -108,16 +110,19 @@ def read_all(book, main, reader, unpacked=None):
     if main in files:
         paths.append(main)
     stat = fs.stat
+    opened = []  # the subagents' entries held as dicts this call, packed once read
     for path in paths:
         entry = files[path]
         try:
             info = stat(path)
             if entry.__class__ is list:
                 if info.st_size == entry[0] and info.st_ino == entry[1]:
-                    continue
-                entry = files[path] = unpacked(path, entry)
-            elif info.st_size == entry.get("off") and info.st_ino == entry.get("ino"):
-                continue  # nothing new: the one stat is all a quiet subagent file costs
+                    continue  # nothing new: the one stat is all a quiet subagent file costs
+                entry = files[path] = _unpacked(path, entry, named)
+            if entry.get("agent") != "main":
+                opened.append(path)
+            if info.st_size == entry.get("off") and info.st_ino == entry.get("ino"):
+                continue
             handler = reader(entry)
             read_file(book, path, entry, handler)
             flush = getattr(handler, "flush", None)
@@ -129,6 +134,36 @@ def read_all(book, main, reader, unpacked=None):
         except OSError:
             if path == main:
                 raise
+    for path in opened:
+        entry = files.get(path)
+        if entry.__class__ is dict:
+            files[path] = _packed(path, entry, named)
+
+
+def _packed(path, entry, named):
+    """A subagent file's entry as the state keeps it between calls (read_all)."""
+    rest = dict(entry)
+    off, ino = rest.pop("off", None), rest.pop("ino", None)
+    if named is not None and "agent" in rest and rest["agent"] == named(path):
+        del rest["agent"]
+    return [off, ino, jsonio.dumps(rest)]
+
+
+def _unpacked(path, packed, named):
+    """The entry _packed packed, for a file that changed."""
+    entry = jsonio.loads(packed[2])
+    if named is not None and "agent" not in entry:
+        entry = {"agent": named(path), **entry}
+    if packed[0] is not None:
+        entry["off"] = packed[0]
+    if packed[1] is not None:
+        entry["ino"] = packed[1]
+    return entry
+
+
+def agent_file(path):
+    """The agent an `agent-<id>.jsonl` file is named for (Claude Code's, Qwen Code's)."""
+    return fs.basename(path)[6:-6]
 
 
 def listing(seen, folder):

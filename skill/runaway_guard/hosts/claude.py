@@ -14,7 +14,7 @@ from ..calls import Call, fingerprint, tool_name
 from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import HEAD, head_types, type_at
 from . import hook_entry
-from ._files import LONG, each_line, first_line, local_day, number, read_all
+from ._files import LONG, agent_file, each_line, first_line, local_day, number, read_all
 
 NAME = "claude"
 LABEL = "Claude Code"
@@ -138,7 +138,7 @@ def sync(book, call):
         for path, agent in _sibling_files(folder, call.session_id, files):
             files.setdefault(path, {"agent": agent})
     files.setdefault(main, {"agent": "main"})
-    read_all(book, main, lambda entry: _Reader(book, entry))
+    read_all(book, main, lambda entry: _Reader(book, entry), agent_file)
     return True
 
 

@@ -259,7 +259,10 @@ def sync(book, call):
     files = book.state["files"]
     if path not in files:
         files[path] = {"agent": call.agent}
-    main = next((p for p, e in files.items() if e.get("agent") == "main"), None)
+    # the subagents' entries are packed lists (_files.read_all), the main rollout's a dict
+    main = next(
+        (p for p, e in files.items() if e.__class__ is dict and e.get("agent") == "main"), None
+    )
     known = main or path
     # Rollout names start with their creation time: once the main rollout is known only newer
     # names are opened; a subagent's call seen first looks at the whole folder for its root.

@@ -189,12 +189,9 @@ def sync(book, call):
     for name in sorted(listing(book.state.setdefault("folders", {}), folder) or ()):
         if name.endswith(".jsonl"):
             _follow(book, files, fs.join(folder, name), name[: -len(".jsonl")])
-    read_all(book, path, lambda entry: _Reader(book, entry, finished), _unpacked)
+    read_all(book, path, lambda entry: _Reader(book, entry, finished), _agent)
     _work_out(book, finished)
     _settle(book)
-    for file_path, entry in files.items():
-        if entry.__class__ is dict and entry.get("agent") != "main":
-            files[file_path] = _packed(file_path, entry)
     return True
 
 
@@ -205,29 +202,6 @@ def _follow(book, files, path, agent):
             # session copies every message): the whole ledger decides what is new.
             book.load_known()
         files[path] = {"agent": agent}
-
-
-def _packed(path, entry):
-    """A subagent file's entry as the state keeps it between calls: [off, ino, the rest as
-    JSON, but the agent its file's name tells]. A call where the file did not grow needs only
-    off and ino (read_all), and marshal loads and writes these lists in a fraction of a dict's
-    time: a steady call with 200 subagent files, whose entries were 75% of the state, went
-    from 35.6M to 34.1M instructions (callgrind)."""
-    rest = dict(entry)
-    off, ino = rest.pop("off", None), rest.pop("ino", None)
-    if rest.get("agent") == _agent(path):
-        del rest["agent"]
-    return [off, ino, jsonio.dumps(rest)]
-
-
-def _unpacked(path, packed):
-    """The entry _packed packed, for a file that changed."""
-    entry = {"agent": _agent(path), **jsonio.loads(packed[2])}
-    if packed[0] is not None:
-        entry["off"] = packed[0]
-    if packed[1] is not None:
-        entry["ino"] = packed[1]
-    return entry
 
 
 def _agent(path):

@@ -313,7 +313,7 @@ def _step(book, agent, message_id, data, counted):
     if not pusd and (fresh or read or written or output) and provider not in FREE_PROVIDERS:
         pusd, known = _table_price(provider, model_id, fresh, read, written, output)
     if counted != [pusd, output]:
-        if counted is not None and message_id not in book.state["recent"]:
+        if counted is not None and not book.remembers(message_id):
             book.load_known()  # counted while open, then left the recent responses
         book.usage(message_id, agent, model, pusd, known, output, _day(message.get("time")))
     if _dict(message.get("time")).get("completed"):

@@ -23,7 +23,7 @@ from ..calls import MODEL, RESULT, Call, fingerprint, tool_name
 from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP
 from ..jsonio import head_types
 from . import hook_entry
-from ._files import LONG, each_line, listing, local_day, number, read_all
+from ._files import LONG, agent_file, each_line, listing, local_day, number, read_all
 
 NAME = "qwen"
 LABEL = "Qwen Code"
@@ -122,7 +122,7 @@ def sync(book, call):
         if name.startswith("agent-") and name.endswith(".jsonl"):
             followed.setdefault(fs.join(folder, name), {"agent": name[6:-6]})
     followed.setdefault(call.transcript_path, {"agent": "main"})
-    read_all(book, call.transcript_path, lambda entry: _Reader(book, entry))
+    read_all(book, call.transcript_path, lambda entry: _Reader(book, entry), agent_file)
     return True
 
 

@@ -1,0 +1,227 @@
+"""A subagent file's entry, packed between calls (hosts/_files.read_all), on every host that
+follows one file per subagent: call after call, the same state as keeping entries whole."""
+
+import re
+
+import pytest
+from guard_env import ROOT
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from runaway_guard import hosts, ledger
+from runaway_guard.calls import Call
+from runaway_guard.hosts import _files, gemini
+from runaway_guard.sessions import refresh
+
+FIXTURES = ROOT / "tests" / "fixtures"
+CLAUDE_SESSION = "ce26ac75-a0c0-4c5a-8200-1f2adcf4b202"
+CODEX_DAY = "sessions/2026/11/30"
+CODEX_ROOT = "01a22a39-2c35-7c10-825c-56a048782d9a"
+QWEN_SESSION = "a37822d9-2596-4b1c-82c1-d505cb589b3b"
+
+# Each host's session: (session id, the main file, [(its path in the session, its fixture)]),
+# the main file first. Claude Code's second subagent is another session's, moved in.
+SESSIONS = {
+    "claude": (
+        CLAUDE_SESSION,
+        f"{CLAUDE_SESSION}.jsonl",
+        [
+            (f"{CLAUDE_SESSION}.jsonl", f"claude/models/{CLAUDE_SESSION}.jsonl"),
+            *(
+                (f"{CLAUDE_SESSION}/subagents/{name}", f"claude/{fixture}/{name}")
+                for fixture, name in (
+                    (f"models/{CLAUDE_SESSION}/subagents", "agent-a51e4630e38e22fce.jsonl"),
+                    (
+                        "unknown_model/432b0714-a2a3-4c17-8a88-ebe8c20fb628/subagents",
+                        "agent-aee17223fa2a4913d.jsonl",
+                    ),
+                )
+            ),
+        ],
+    ),
+    "codex": (
+        CODEX_ROOT,
+        f"{CODEX_DAY}/rollout-2026-11-30T02-11-59-{CODEX_ROOT}.jsonl",
+        [
+            (f"{CODEX_DAY}/{name}", f"codex/subagent/{CODEX_DAY}/{name}")
+            for name in (
+                f"rollout-2026-11-30T02-11-59-{CODEX_ROOT}.jsonl",
+                "rollout-2026-11-30T02-12-00-01a22a39-2e23-75c1-806c-594cfdd034a7.jsonl",
+                "rollout-2026-11-30T02-12-00-01a22a39-2e8b-7b50-931f-e2ca6588d325.jsonl",
+            )
+        ],
+    ),
+    "qwen": (
+        QWEN_SESSION,
+        f"chats/{QWEN_SESSION}.jsonl",
+        [
+            (f"chats/{QWEN_SESSION}.jsonl", f"qwen/subagent/chats/{QWEN_SESSION}.jsonl"),
+            (
+                f"subagents/{QWEN_SESSION}/agent-general-purpose-call_01a233182d9f0008.jsonl",
+                f"qwen/subagent/subagents/{QWEN_SESSION}/"
+                "agent-general-purpose-call_01a233182d9f0008.jsonl",
+            ),
+        ],
+    ),
+}
+NAMED = {"claude": _files.agent_file, "qwen": _files.agent_file, "gemini": gemini._agent}
+
+
+def unpacked(host, state):
+    """(path, entry) of each file the state follows, in order, a packed entry unpacked."""
+    named = NAMED.get(host)
+    return [
+        (path, _files._unpacked(path, entry, named) if isinstance(entry, list) else entry)
+        for path, entry in state["files"].items()
+    ]
+
+
+def whole(path, entry, named):
+    """_files._packed as a guard from before packing: the entry kept as it is."""
+    return entry
+
+
+stamps = st.text(st.sampled_from("0129-:TZ."), max_size=24)
+entries = st.fixed_dictionaries(
+    {"agent": st.sampled_from(["a1", "main", "general-purpose-x", "", "é"])},
+    optional={
+        "off": st.integers(0, 2**63),
+        "ino": st.integers(0, 2**64),
+        "skip": st.just(True),
+        "ver": st.text(max_size=8),
+        "model": st.text(max_size=12),
+        "thread": st.text(max_size=12),
+        "records": st.booleans(),
+        "calls": st.lists(st.text(max_size=12), max_size=4),
+        "start": stamps,
+        "own": st.integers(0, 70),
+        "tied": st.integers(0, 70),
+        "last": stamps,
+    },
+)
+
+
+@given(
+    entry=entries, name=st.sampled_from(["a1", "main", "b"]), host=st.sampled_from(["x", *NAMED])
+)
+def test_a_packed_entry_is_json_and_unpacks_to_itself(entry, name, host):
+    named = NAMED.get(host)
+    path = f"/home/u/s/agent-{name}.jsonl"
+    packed = _files._packed(path, entry, named)
+    assert isinstance(packed, list) and len(packed) == 3 and isinstance(packed[2], str)
+    assert _files._unpacked(path, packed, named) == entry
+
+
+def fixture_lines(host):
+    return [
+        (path, (FIXTURES / fixture).read_bytes().splitlines(True))
+        for path, fixture in SESSIONS[host][2]
+    ]
+
+
+steps = st.lists(
+    st.tuples(
+        st.sets(st.integers(0, 2), min_size=1),  # the files that grow
+        st.integers(1, 8),  # by up to this many lines
+        st.sampled_from([None, "moved", "truncated"]),  # then the first of them
+        st.booleans(),  # the call made by a guard from before packing
+    ),
+    max_size=10,
+)
+
+
+@pytest.mark.parametrize("host", sorted(SESSIONS))
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=steps)
+@example(steps=[({0, 1, 2}, 3, None, False), ({1}, 2, "moved", False), ({1, 2}, 4, None, False)])
+@example(steps=[({0, 1, 2}, 5, None, False), ({2}, 2, "truncated", False), ({2}, 3, None, False)])
+@example(steps=[({0, 1, 2}, 4, None, True), ({1, 2}, 3, None, False), ({1}, 2, None, True)])
+def test_packed_entries_read_as_entries_kept_whole(tmp_path_factory, host, steps):
+    """Files grow a few lines a call; one may be put under a new inode or cut back (read again
+    from its start); a call may be a guard's from before packing (its entries whole in the state
+    the next call reads). Packed, the state is the same as kept whole, after every call: spend,
+    recent responses, the wires' records, and each file's entry in the order files are read;
+    at the end, spend and entries are a cold read's of the whole files, read to their ends."""
+    tmp = tmp_path_factory.mktemp(host)
+    session, main, _ = SESSIONS[host]
+    files = [(tmp / "home" / path, lines) for path, lines in fixture_lines(host)]
+    for path, _ in files:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"")
+    written = [0] * len(files)
+    call = Call(host, session, transcript_path=str(tmp / "home" / main))
+    waited = sorted(
+        {m for _, lines in files for m in re.findall(rb'"((?:toolu|call)_\w+)"', b"".join(lines))}
+    )
+
+    def synced(state_dir, first):
+        with ledger.Ledger(str(tmp / state_dir), host, session) as book:
+            if first:
+                for tool_use_id in waited:
+                    book.call("main", tool_use_id.decode(), tool_use_id.decode())
+            hosts.load(host).sync(book, call)
+            state = book.state
+            return state["spend"], state["recent"], state["agents"], unpacked(host, state)
+
+    def synced_whole(state_dir, first):
+        kept, _files._packed = _files._packed, whole
+        try:
+            return synced(state_dir, first)
+        finally:
+            _files._packed = kept
+
+    last = (set(range(len(files))), 10**6, None, False)
+    for number, (grown, count, change, older) in enumerate([*steps, last]):
+        grown = sorted({index % len(files) for index in grown})
+        for index in grown:
+            path, lines = files[index]
+            with path.open("ab") as handle:
+                handle.writelines(lines[written[index] : written[index] + count])
+            written[index] = min(len(lines), written[index] + count)
+        path, lines = files[grown[0]]
+        if change == "moved":
+            path.with_suffix(".new").write_bytes(path.read_bytes())
+            path.with_suffix(".new").replace(path)
+        elif change == "truncated":
+            written[grown[0]] //= 2
+            path.write_bytes(b"".join(lines[: written[grown[0]]]))
+        first = number == 0
+        packed = (synced_whole if older else synced)("packed", first)
+        assert packed == synced_whole("whole", first)
+    # every file whole now: a cold read of them all books the same, ends at the same places
+    cold = synced("cold", True)
+    assert (packed[0], dict(packed[3])) == (cold[0], dict(cold[3]))
+    assert {path: entry.get("off") for path, entry in packed[3]} == {
+        str(path): path.stat().st_size for path, _ in files
+    }
+    state = ledger.read_state(
+        ledger.session_paths(str(tmp / "packed"), host, session)[1] + ".state"
+    )
+    kinds = {path: type(entry) for path, entry in state["files"].items()}
+    assert kinds == {
+        str(path): dict if str(path) == call.transcript_path else list for path, _ in files
+    }
+
+
+def test_a_status_finds_the_main_file_among_packed_entries(tmp_path):
+    """status.py refreshes a session first (sessions.refresh): it finds the main file's entry
+    among the subagents' packed ones."""
+    session, main, _ = SESSIONS["claude"]
+    for path, lines in fixture_lines("claude"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_bytes(b"".join(lines[: len(lines) // 2]))
+    state_dir = str(tmp_path / "state")
+    with ledger.Ledger(state_dir, "claude", session) as book:
+        hosts.load("claude").sync(
+            book, Call("claude", session, transcript_path=str(tmp_path / main))
+        )
+        assert sorted(type(entry).__name__ for entry in book.state["files"].values()) == [
+            "dict",
+            "list",
+            "list",
+        ]
+        before = book.state["spend"]["total"]
+    for path, lines in fixture_lines("claude"):
+        (tmp_path / path).write_bytes(b"".join(lines))
+    assert refresh(state_dir, "claude", session)["spend"]["total"] > before
