@@ -580,12 +580,22 @@ def codex_cost(model: str, usage: dict, service_tier=None) -> tuple:
     Codex counts cached and cache-written tokens inside ``input_tokens`` and reasoning inside
     ``output_tokens``, so only the uncached remainder is billed at the input rate.
     """
-    usage = _dict(usage)
-    inp = _count(usage.get("input_tokens"))
-    cached = min(_count(usage.get("cached_input_tokens")), inp)
-    written = min(_count(usage.get("cache_write_input_tokens")), inp - cached)
-    out = _count(usage.get("output_tokens"))
-    return codex_pricer(model, service_tier)(inp, cached, written, out)
+    return codex_usage_pricer(model, service_tier)(usage)
+
+
+def codex_usage_pricer(model: str, service_tier=None):
+    """price(usage) -> (picodollars, known): codex_cost of one model and tier, looked up once
+    (a first read prices thousands of responses)."""
+    price = codex_pricer(model, service_tier)
+
+    def priced(usage):
+        usage = _dict(usage)
+        inp = _count(usage.get("input_tokens"))
+        cached = min(_count(usage.get("cached_input_tokens")), inp)
+        written = min(_count(usage.get("cache_write_input_tokens")), inp - cached)
+        return price(inp, cached, written, _count(usage.get("output_tokens")))
+
+    return priced
 
 
 def token_pricer(model: str, claude_rules=None):

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 from guard_env import SKILL
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from runaway_guard import jsonio
 
@@ -116,10 +116,60 @@ def test_type_at_finds_the_type_head_types_reads(record, ascii_only, spaced):
             assert data[key + 8 : end].decode("ascii", "replace") == kind
 
 
+def type_at_by_searches(data, start, stop):
+    """type_at as first written, one search or test a condition: the reference for type_at,
+    which reads the head before the key as one slice (fewer calls, each of which parses its
+    arguments on Python 3.11)."""
+    stop = min(stop, start + jsonio.HEAD)
+    key = data.find(b'"type":"', start + 1, stop)
+    if (
+        key < 0
+        or not data.startswith(b"{", start)
+        or data[key - 1] == 0x5C
+        or data.find(b"{", start + 1, key) >= 0
+        or data.find(b"[", start + 1, key) >= 0
+    ):
+        return -1
+    return key
+
+
+@given(records, st.booleans(), st.booleans(), st.binary(max_size=4), st.integers(0, 1100))
+def test_type_at_reads_a_head_as_the_searches_do(record, ascii_only, spaced, junk, cut):
+    separators = (", ", ": ") if spaced else (",", ":")
+    line = json.dumps(record, ensure_ascii=ascii_only, separators=separators).encode()
+    data = bytearray(junk + b"\n" + line + b"\nmore")
+    start = len(junk) + 1
+    for stop in (start + len(line), start + min(cut, len(line)), len(data)):
+        assert jsonio.type_at(data, start, stop) == type_at_by_searches(data, start, stop)
+    assert jsonio.type_at(line, 0, len(line)) == type_at_by_searches(line, 0, len(line))
+
+
+# Bytes made of what a head's reader looks at, and a run that takes a key to HEAD's edge.
+head_bytes = st.lists(
+    st.sampled_from([b"{", b"[", b'"type":"', b"\\", b'"', b"a", b"}", b":", b"\n", b"x" * 1000])
+).map(b"".join)
+
+
+@given(head_bytes, st.integers(0, 3), st.integers(0, 2100))
+# each condition at its edge: an array or an object first, right after the brace or later, an
+# escaped quote, no brace, a key that ends one byte past HEAD or right at it
+@example(b'{["type":"a"', 0, 20)
+@example(b'{a[a"type":"a"', 0, 20)
+@example(b'{{"type":"a"', 0, 20)
+@example(b'{\\"type":"a"', 0, 20)
+@example(b'a"type":"a"', 0, 20)
+@example(b"{" + b"x" * 1016 + b'"type":"a"', 0, 2000)
+@example(b"{" + b"x" * 1015 + b'"type":"a"', 0, 2000)
+@example(b"{" + b"x" * 1016 + b'"type":"a"', 0, 1025)
+def test_type_at_of_heads_made_of_its_own_bytes(data, start, stop):
+    assert jsonio.type_at(data, start, stop) == type_at_by_searches(data, start, stop)
+
+
 @given(st.binary(max_size=200), st.integers(0, 200), st.integers(0, 200))
 def test_head_types_of_any_bytes(data, start, stop):
     key = jsonio.type_at(data, start, stop)
     assert key == -1 or start < key < stop
+    assert key == type_at_by_searches(data, start, stop)
     kind, inner = jsonio.head_types(data, start, stop, "payload")
     assert kind is None or isinstance(kind, str)
     assert inner is None or isinstance(inner, str)

@@ -2,12 +2,14 @@
 
 import json
 import os
+import shutil
+import tempfile
 
 from claude_records import assistant, usage
 from guard_env import jsonl
 from hypothesis import given
 from hypothesis import strategies as st
-from runaway_guard import fs, jsonio, ledger
+from runaway_guard import fs, jsonio, ledger, pricing
 from runaway_guard.hosts import claude, codex
 from test_jsonio import record_values, tricky_text
 from test_ledger import CODEX_EXPECTED, FakeCall, codex_session, sync_once
@@ -291,3 +293,58 @@ def test_codex_rollout_made_in_the_same_clock_tick_as_the_listing_is_found(tmp_p
         "main": 5 * 10**9,
         "child": 5 * 10**9,
     }
+
+
+# A usage record is priced from its counts as Codex wrote them, by a pricer made once per model
+# and tier: the same as counting them first (_usage, as a token_count's are) and pricing that.
+_counts = (
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 300_000)
+    | st.floats(-5, 300_000)
+    | st.sampled_from([float("nan"), float("inf"), "12"])
+)
+_usages = st.dictionaries(st.sampled_from(codex._USAGE_FIELDS), _counts) | st.none() | st.just([1])
+
+
+def _priced_as_counted(model, tier, raw):
+    """The entry reading every count first (_usage) and pricing them with the table gives."""
+    counted = codex._usage(raw)
+    inp = counted["input_tokens"]
+    cached = min(counted["cached_input_tokens"], inp)
+    written = min(counted["cache_write_input_tokens"], inp - cached)
+    pusd, _ = pricing.codex_pricer(model, tier)(inp, cached, written, counted["output_tokens"])
+    return pusd, counted["output_tokens"], model
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["gpt-5.5", "gpt-5.4", "gpt-9-new"]),
+            st.sampled_from(["default", "priority", "flex"]),
+            _usages,
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_codex_usage_records_are_priced_as_their_counts(turns):
+    lines, expected = [], []
+    for n, (model, tier, raw) in enumerate(turns):
+        settings = {"model": model, "service_tier": tier}
+        lines.append({"type": "turn_context", "payload": settings})
+        payload = {"thread_id": "t", "response_id": f"r{n}", "usage": raw}
+        lines.append(
+            {"timestamp": "2026-11-30T10:00:00Z", "type": "token_usage_record", "payload": payload}
+        )
+        expected.append(_priced_as_counted(model, tier, raw))
+    data = bytearray(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+    root = tempfile.mkdtemp()
+    try:
+        with ledger.Ledger(root, "codex", "s") as book:
+            codex._Reader(book, {"agent": "main"}, "t").lines(data, 0, len(data))
+            recent = book.state["recent"]
+            booked = [tuple(recent[f"t:r{n}"][1:4]) for n in range(len(turns))]
+    finally:
+        shutil.rmtree(root)
+    assert booked == expected

@@ -386,7 +386,7 @@ def _passed_by_shape(data, start, end, expecting):
     key = type_at(data, start, end)
     if key < 0:
         return False  # head_types reads no type either
-    stop = min(end, start + HEAD)
+    stop = start + HEAD if end - start > HEAD else end
     if data.startswith(_ITEM, key, stop):
         if not expecting:
             return True
@@ -407,6 +407,7 @@ class _Reader:
         self.ledger = ledger
         self.entry = entry
         self.root_id = root_id
+        self.priced_as = self.pricer = None  # (model, tier) and its pricing.codex_usage_pricer
 
     def __call__(self, raw):
         self.line(raw)
@@ -472,15 +473,22 @@ class _Reader:
             self.entry["tier"] = source["service_tier"]
 
     def _price(self, key, usage, timestamp):
+        """Book one response; usage as Codex writes it (the pricer reads its counts as _usage
+        does: a first read prices thousands of records, each read once)."""
+        usage = usage if isinstance(usage, dict) else {}
         model = self.entry.get("model") or "gpt-unknown"
-        pusd, known = pricing.codex_cost(model, usage, self.entry.get("tier"))
+        tier = self.entry.get("tier")
+        if self.priced_as != (model, tier):
+            self.priced_as = (model, tier)
+            self.pricer = pricing.codex_usage_pricer(model, tier)
+        pusd, known = self.pricer(usage)
         self.ledger.usage(
             key,
             self.entry["agent"],
             model,
             pusd,
             known,
-            usage["output_tokens"],
+            number(usage.get("output_tokens")),
             local_day(timestamp),
         )
 
@@ -495,7 +503,7 @@ class _Reader:
         if not isinstance(response, str):
             return
         self.entry["records"] = True
-        self._price(f"{thread}:{response}", _usage(payload.get("usage")), record.get("timestamp"))
+        self._price(f"{thread}:{response}", payload.get("usage"), record.get("timestamp"))
 
     def _token_count(self, record, payload):
         if payload.get("type") != "token_count" or not isinstance(payload.get("info"), dict):
