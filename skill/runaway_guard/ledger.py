@@ -23,13 +23,12 @@ MARSHAL_FORMAT = 4
 # Responses whose usage may still be corrected by a later row of the same response: an agent
 # writes one response's rows before its next response (within seconds), so its last one is
 # kept while it books responses (for ACTIVE seconds after its last), and the last RECENT across
-# all agents for good measure ("side", reconcile()'s booking, is always kept).
+# all agents for good measure ("side", reconcile()'s booking, is always kept). Those but the
+# last RECENT are kept between calls as one JSON text, older than those in "recent" ("parked":
+# [how many, text]): with many subagents, marshal loads and writes one text in a fraction of
+# the time of a list for each. A call decodes them only to correct one of them, or to trim.
 RECENT = 16
 ACTIVE = 3600.0
-# The recent responses but the last RECENT are kept between calls as one JSON text, older than
-# those in "recent" ("parked": [how many, text]): a session of many subagents keeps each active
-# one's last response, and marshal loads and writes one text in a fraction of the time of a list
-# for each. A call decodes them only to correct one of them, or to trim.
 PRUNE_AFTER = 30 * 86400.0  # a session's state unseen this long is deleted (its ledger too)
 PRUNE_EVERY = 86400.0  # looked for at most once a day: one stat per call otherwise
 LOCK_WAIT = 10.0

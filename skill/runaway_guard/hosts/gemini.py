@@ -581,10 +581,10 @@ def _keep(entry):
     booked ("tied": a file read again whole brings them back with that stamp); a call stamped
     earlier is skipped anyway. Both are the last ids booked (stamps never go back)."""
     booked = entry.get("calls", [])
-    keep = entry.get("own", 0)
-    tied = entry.get("tied", len(booked))
-    keep = 64 if keep > 64 or tied > 64 else keep if keep > tied else tied
-    entry["calls"] = booked if len(booked) <= keep else booked[-keep:] if keep else []
+    keep = min(max(entry.get("own", 0), entry.get("tied", len(booked))), 64)
+    if len(booked) > keep:  # copied only when some go
+        booked = booked[-keep:] if keep else []
+    entry["calls"] = booked
 
 
 def _settle(book):
