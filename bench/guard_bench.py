@@ -100,6 +100,7 @@ def session_data(data_dir, host, size_mb, subagents):
         print(f"  done in {time.monotonic() - started:.1f} s", flush=True)
     info["host"] = host
     undo_appends(info)
+    session_files.date_subagents(info)
     return info
 
 

@@ -78,3 +78,17 @@ def fuzz(examples):
         database=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
+
+
+def followed_files(state):
+    """Every file entry a session state holds, packed as hosts._files keeps a subagent's, the
+    dormant files' too (kept apart as {folder: {name: [off, ino, the rest]}} in one JSON text)."""
+    dormant = json.loads(state["dormant"][1]) if state.get("dormant") else {}
+    return {
+        **state["files"],
+        **{
+            folder + name: [off, ino, json.dumps(rest)]
+            for folder, names in dormant.items()
+            for name, (off, ino, rest) in names.items()
+        },
+    }

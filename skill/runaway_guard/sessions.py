@@ -117,6 +117,7 @@ def refresh(state_dir, host, session_id):
     after a run reads them first, so it shows what the host itself would.
     """
     with ledger.Ledger(state_dir, host, session_id) as book:
+        book.sweep = True  # every file, the dormant ones too
         files = book.state["files"]
         # a host may keep other files' entries as lists (hosts._files.read_all)
         main = next(

@@ -1,10 +1,12 @@
 """A subagent file's entry, packed between calls (hosts/_files.read_all), on every host that
 follows one file per subagent: call after call, the same state as keeping entries whole."""
 
+import os
 import re
+import time
 
 import pytest
-from guard_env import ROOT
+from guard_env import ROOT, followed_files
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from runaway_guard import hosts, ledger
@@ -225,3 +227,98 @@ def test_a_status_finds_the_main_file_among_packed_entries(tmp_path):
     for path, lines in fixture_lines("claude"):
         (tmp_path / path).write_bytes(b"".join(lines))
     assert refresh(state_dir, "claude", session)["spend"]["total"] > before
+
+
+class Clock:
+    """hosts._files' time module, its time() set by the test."""
+
+    def __init__(self, now):
+        self.now = now
+
+    def time(self):
+        return self.now
+
+    def __getattr__(self, name):
+        return getattr(time, name)
+
+
+def agent_of(host, path, index):
+    """The agent id a call from the file at index carries (Codex's calls name their rollout)."""
+    if index == 0:
+        return "main"
+    return NAMED[host](path) if host in NAMED else f"sub{index}"
+
+
+dormant_steps = st.lists(
+    st.tuples(
+        st.sampled_from([0.0, 0.4, 0.9, 1.5, 30.0, 61.0, 300.0]),  # the clock moves on
+        st.sets(st.integers(0, 2), max_size=3),  # the files that grow (written now)
+        st.integers(1, 8),  # by up to this many lines
+        st.integers(0, 2),  # the file whose agent makes the call
+    ),
+    max_size=12,
+)
+
+
+@pytest.mark.parametrize("host", sorted(SESSIONS))
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=dormant_steps)
+@example(steps=[(61.0, set(), 1, 0), (0.4, {1}, 8, 1), (0.3, {2}, 8, 0)])
+@example(steps=[(61.0, {0}, 3, 0), (0.4, {1}, 4, 1), (0.4, {1, 2}, 2, 0), (1.5, set(), 1, 0)])
+@example(steps=[(300.0, set(), 1, 0), (0.0, {2}, 5, 2), (0.9, {2}, 5, 0), (61.0, {1}, 2, 1)])
+def test_dormant_files_are_read_late_by_at_most_a_sweep(tmp_path_factory, monkeypatch, host, steps):
+    """Against a reader that looks at every file every call (nothing dormant), call after call:
+    the calling agent's and the main agent's spend are the same; no agent's is ever more; once a
+    sweep is due everything is the same, files' entries too; and so after a status's refresh."""
+    tmp = tmp_path_factory.mktemp(host)
+    session, main, _ = SESSIONS[host]
+    files = [(tmp / "home" / path, lines) for path, lines in fixture_lines(host)]
+    clock = Clock(time.time())
+    monkeypatch.setattr(_files, "time", clock)
+    written = [len(lines) // 3 for _, lines in files]
+    for (path, lines), count in zip(files, written):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"".join(lines[:count]))
+    for path in {path for path, _ in files} | {path.parent for path, _ in files}:
+        os.utime(path, (clock.now - 1000, clock.now - 1000))  # folders listed once, files quiet
+
+    def synced(state_dir, index, quiet_s=_files.QUIET_S):
+        path = files[index][0] if host == "codex" else tmp / "home" / main
+        agent = agent_of(host, str(files[index][0]), index)
+        call = Call(host, session, transcript_path=str(path), agent=agent)
+        monkeypatch.setattr(_files, "QUIET_S", quiet_s)
+        with ledger.Ledger(str(tmp / state_dir), host, session) as book:
+            swept = "dormant" not in book.state or clock.now - book.state["dormant"][0] >= 1
+            hosts.load(host).sync(book, call)
+            entries = {p: _unpacked(host, p, e) for p, e in followed_files(book.state).items()}
+            return book.state["spend"], entries, swept
+
+    for number, (later, grown, count, caller) in enumerate([(0.0, set(), 1, 0), *steps]):
+        clock.now += later
+        caller %= len(files)
+        for index in sorted({index % len(files) for index in grown}):
+            path, lines = files[index]
+            with path.open("ab") as handle:
+                handle.writelines(lines[written[index] : written[index] + count])
+            written[index] = min(len(lines), written[index] + count)
+            os.utime(path, (clock.now, clock.now))
+        caller = 0 if host != "codex" and number == 0 else caller
+        spend, entries, swept = synced("dormant", caller)
+        plain, plain_entries, _ = synced("plain", caller, float("inf"))
+        agents, plain_agents = spend["agent"], plain["agent"]
+        for agent in {"main", agent_of(host, str(files[caller][0]), caller)} & set(plain_agents):
+            assert agents.get(agent) == plain_agents[agent]
+        assert all(value <= plain_agents.get(agent, 0) for agent, value in agents.items())
+        if swept:
+            assert (spend, entries) == (plain, plain_entries)
+    with ledger.Ledger(str(tmp / "dormant"), host, session) as book:
+        asleep = book.state["dormant"][1] != "{}"
+    assert refresh(str(tmp / "dormant"), host, session)["spend"] == synced("plain", 0)[0]
+    if steps and steps[-1][0] >= 61.0 and not steps[-1][1]:
+        assert asleep  # files the host had not written for a minute were dormant
+
+
+def _unpacked(host, path, entry):
+    return _files._unpacked(path, entry, NAMED.get(host)) if isinstance(entry, list) else entry

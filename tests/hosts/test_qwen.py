@@ -10,7 +10,7 @@ import os
 import shutil
 
 import pytest
-from guard_env import ROOT, fuzz
+from guard_env import ROOT, followed_files, fuzz
 from hypothesis import given
 from hypothesis import strategies as st
 from runaway_guard import fs, hook, hosts, ledger
@@ -140,7 +140,7 @@ def test_a_quiet_subagents_folder_is_not_listed_again(tmp_path, monkeypatch):
     def sync():
         with ledger.Ledger(str(tmp_path / "state"), "qwen", session) as book:
             qwen.sync(book, call)
-            return {path: agent(path, entry) for path, entry in book.state["files"].items()}
+            return {path: agent(path, entry) for path, entry in followed_files(book.state).items()}
 
     def agent(path, entry):  # a subagent's entry is packed between calls (hosts._files)
         if isinstance(entry, list):

@@ -13,6 +13,11 @@ _day_cache = {}
 # A line longer than this is judged first by the type its head names (jsonio.head_types):
 # below it, the byte tests of the whole line cost less than the walk.
 LONG = 1024
+# A subagent file its host has not written for QUIET_S seconds is dormant: read_all looks at it
+# once every SWEEP_S seconds, not every call, unless its agent makes the call (bench/README.md,
+# many subagents). What it gains is booked at most SWEEP_S seconds late.
+QUIET_S = 60.0
+SWEEP_S = 1.0
 
 
 def local_day(timestamp):
@@ -85,10 +90,11 @@ def each_line(data, start, stop, line, passed_over):
         start = end + 1
 
 
-def read_all(book, main, reader, named=None):
+def read_all(book, main, reader, named=None, agent=None):
     """Read every file the book follows for this session, the main file last (its records may
     total the others); reader(entry) gives the line handler for one file (see tail.read_new),
-    whose flush(), if it has one, is called once the file is read.
+    whose flush(), if it has one, is called once the file is read. The calling agent's file
+    (named tells which file is agent's) is looked at on every call.
 
     A main file not written yet is read next call. A subagent file that vanished is dropped
     (what it held stays counted); one that cannot be read (not a regular file, no permission)
@@ -99,9 +105,21 @@ def read_all(book, main, reader, named=None):
     agent left out when named(path), the host's, tells it), and unpacked only once the file
     changed: a call where it did not needs only off and ino against one stat, and marshal loads
     and writes such a list in a fraction of a dict's time. The main agent's entry stays a dict
-    (sessions.refresh and Codex look for it).
+    (sessions.refresh and Codex look for it). The dormant files' entries (QUIET_S) are kept
+    apart, as one JSON text (state["dormant"]: [when they were last looked at, the text]).
     """
-    files = book.state["files"]
+    state = book.state
+    files = state["files"]
+    now = time.time()
+    dormant = state.get("dormant")
+    sweep = (
+        book.sweep
+        or dormant is None
+        or not 0 <= now - dormant[0] < SWEEP_S
+        or (agent not in (None, "main") and not _awake(files, agent, named))
+    )
+    if sweep:
+        asleep = _sweep(state, now)
     paths = [
         path
         for path, entry in files.items()
@@ -111,12 +129,15 @@ def read_all(book, main, reader, named=None):
         paths.append(main)
     stat = fs.stat
     opened = []  # the subagents' entries held as dicts this call, packed once read
+    falling = {}  # on a sweep, the packed entries of files unchanged and not written for QUIET_S
     for path in paths:
         entry = files[path]
         try:
             info = stat(path)
             if entry.__class__ is list:
                 if info.st_size == entry[0] and info.st_ino == entry[1]:
+                    if sweep and now - info.st_mtime >= QUIET_S:
+                        falling[path] = entry
                     continue  # nothing new: the one stat is all a quiet subagent file costs
                 entry = files[path] = _unpacked(path, entry, named)
             if entry.get("agent") != "main":
@@ -138,6 +159,83 @@ def read_all(book, main, reader, named=None):
         entry = files.get(path)
         if entry.__class__ is dict:
             files[path] = _packed(path, entry, named)
+    if falling:
+        for path, entry in falling.items():
+            del files[path]
+            cut = max(path.rfind("/"), path.rfind(fs.sep)) + 1
+            asleep.setdefault(path[:cut], {})[path[cut:]] = [*entry[:2], jsonio.loads(entry[2])]
+        state["dormant"][1] = jsonio.dumps(asleep)
+
+
+def _sweep(state, now):
+    """Look at the dormant files: one that changed, vanished or cannot be read goes back among
+    the others (read_all reads it this call). The text is written again only then. The dormant
+    entries left, for read_all to add to."""
+    dormant = state.get("dormant")
+    text = dormant[1] if dormant else "{}"
+    asleep = _asleep(text)
+    files = state["files"]
+    for folder, names in asleep.items():
+        for name in [name for name, entry in names.items() if not _unchanged(folder + name, entry)]:
+            files[folder + name] = _woken(names.pop(name))
+            text = ""
+    if not text:
+        asleep = {folder: names for folder, names in asleep.items() if names}
+        text = jsonio.dumps(asleep)
+    state["dormant"] = [now, text]
+    return asleep
+
+
+def _asleep(text):
+    """The dormant files' entries in the state's text: {folder: {name: [off, ino, the rest]}},
+    the folder's name ending in its separator; the rest as an object, not packed as JSON,
+    which halves the text's decoding."""
+    asleep = jsonio.loads(text)
+    if not (isinstance(asleep, dict) and all(isinstance(n, dict) for n in asleep.values())):
+        raise TypeError("the state's dormant files are not a mapping of mappings")
+    return asleep
+
+
+def _woken(entry):
+    """A dormant file's entry packed again (read_all); one not well formed, read anew."""
+    if entry.__class__ is list and len(entry) == 3:
+        return [entry[0], entry[1], jsonio.dumps(entry[2])]
+    return {}
+
+
+def _unchanged(path, entry):
+    try:
+        info = fs.stat(path)
+    except OSError:
+        return False
+    well_formed = entry.__class__ is list and len(entry) == 3
+    return well_formed and info.st_size == entry[0] and info.st_ino == entry[1]
+
+
+def follow(book, path, entry):
+    """Follow path from entry from now on, unless the book follows it already."""
+    if not followed(book, path):
+        book.state["files"][path] = entry
+
+
+def followed(book, path):
+    """Whether the book follows path. Asked for a path not among the files looked at every
+    call (a changed folder's, Codex's calling rollout), it wakes the dormant ones first: read_all
+    looks at every file this call."""
+    state = book.state
+    files = state["files"]
+    if path not in files:
+        dormant = state.pop("dormant", None)
+        if dormant is not None:
+            for folder, names in _asleep(dormant[1]).items():
+                for name, entry in names.items():
+                    files[folder + name] = _woken(entry)
+    return path in files
+
+
+def _awake(files, agent, named):
+    """Whether agent's file is among the files looked at every call."""
+    return any(entry.__class__ is list and named(path) == agent for path, entry in files.items())
 
 
 def _packed(path, entry, named):

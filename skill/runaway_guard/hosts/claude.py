@@ -14,7 +14,17 @@ from ..calls import Call, fingerprint, tool_name
 from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import HEAD, head_types, type_at
 from . import hook_entry
-from ._files import LONG, agent_file, each_line, first_line, local_day, number, read_all
+from ._files import (
+    LONG,
+    agent_file,
+    each_line,
+    first_line,
+    follow,
+    followed,
+    local_day,
+    number,
+    read_all,
+)
 
 NAME = "claude"
 LABEL = "Claude Code"
@@ -133,12 +143,12 @@ def sync(book, call):
     folder = fs.dirname(main)
     subagents = fs.join(folder, call.session_id, "subagents")
     for path, agent in _subagent_files(book.state.setdefault("folders", {}), subagents):
-        files.setdefault(path, {"agent": agent})
+        follow(book, path, {"agent": agent})
     if _old_layout(files.get(main)):
-        for path, agent in _sibling_files(folder, call.session_id, files):
-            files.setdefault(path, {"agent": agent})
+        for path, agent in _sibling_files(folder, call.session_id, book):
+            follow(book, path, {"agent": agent})
     files.setdefault(main, {"agent": "main"})
-    read_all(book, main, lambda entry: _Reader(book, entry), agent_file)
+    read_all(book, main, lambda entry: _Reader(book, entry), agent_file, call.agent)
     return True
 
 
@@ -192,7 +202,7 @@ def _old_layout(main_entry):
     return parts < (2, 1, 2)
 
 
-def _sibling_files(folder, session_id, files):
+def _sibling_files(folder, session_id, book):
     try:
         names = [name for name in fs.listdir(folder) if name.startswith("agent-")]
     except OSError:
@@ -202,8 +212,8 @@ def _sibling_files(folder, session_id, files):
         if not name.endswith(".jsonl"):
             continue
         path = fs.join(folder, name)
-        if path not in files and _first_session_id(path) != session_id:
-            files[path] = {"foreign": True}
+        if not followed(book, path) and _first_session_id(path) != session_id:
+            book.state["files"][path] = {"foreign": True}
             continue
         found.append((path, name[6:-6]))
     return found

@@ -19,7 +19,17 @@ from ..calls import Call, fingerprint, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import HEAD, head_types, type_at
 from . import hook_entry
-from ._files import LONG, each_line, first_line, listing, local_day, number, read_all
+from ._files import (
+    LONG,
+    each_line,
+    first_line,
+    follow,
+    followed,
+    listing,
+    local_day,
+    number,
+    read_all,
+)
 
 NAME = "codex"
 LABEL = "Codex"
@@ -256,9 +266,8 @@ def sync(book, call):
     path = call.transcript_path
     if not path or not call.session_id:
         return False
+    follow(book, path, {"agent": call.agent})
     files = book.state["files"]
-    if path not in files:
-        files[path] = {"agent": call.agent}
     # the subagents' entries are packed lists (_files.read_all), the main rollout's a dict
     main = next(
         (p for p, e in files.items() if e.__class__ is dict and e.get("agent") == "main"), None
@@ -294,7 +303,7 @@ def _discover(ledger, folder, since, root_id):
     names = listing(seen, folder)
     for name in names or ():
         item_path = fs.join(folder, name)
-        if item_path in files or not name.startswith("rollout-") or name < since:
+        if not name.startswith("rollout-") or name < since or followed(ledger, item_path):
             continue
         meta = _session_meta(item_path)
         if meta is None:

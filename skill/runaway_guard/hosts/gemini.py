@@ -26,7 +26,7 @@ from .. import fs, jsonio, ledger, pricing
 from ..calls import MODEL, PROMPT, RESULT, Call, fingerprint, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import head_types
-from ._files import LONG, each_line, listing, local_day, read_all
+from ._files import LONG, each_line, followed, listing, local_day, read_all
 
 NAME = "gemini"
 LABEL = "Gemini CLI"
@@ -196,7 +196,7 @@ def sync(book, call):
 
 
 def _follow(book, files, path, agent):
-    if path not in files:
+    if not followed(book, path):
         if book.state["spend"]["total"]:
             # A new file may repeat responses counted from another one (a resumed legacy
             # session copies every message): the whole ledger decides what is new.

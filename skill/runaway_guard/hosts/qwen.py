@@ -23,7 +23,7 @@ from ..calls import MODEL, RESULT, Call, fingerprint, tool_name
 from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP
 from ..jsonio import head_types
 from . import hook_entry
-from ._files import LONG, agent_file, each_line, listing, local_day, number, read_all
+from ._files import LONG, agent_file, each_line, follow, listing, local_day, number, read_all
 
 NAME = "qwen"
 LABEL = "Qwen Code"
@@ -116,13 +116,12 @@ def sync(book, call):
         return False
     # <project dir>/chats/<session>.jsonl and <project dir>/subagents/<session>/agent-<id>.jsonl
     project_dir = fs.dirname(fs.dirname(call.transcript_path))
-    followed = book.state["files"]
     folder = fs.join(project_dir, "subagents", call.session_id)
     for name in listing(book.state.setdefault("folders", {}), folder) or ():
         if name.startswith("agent-") and name.endswith(".jsonl"):
-            followed.setdefault(fs.join(folder, name), {"agent": name[6:-6]})
-    followed.setdefault(call.transcript_path, {"agent": "main"})
-    read_all(book, call.transcript_path, lambda entry: _Reader(book, entry), agent_file)
+            follow(book, fs.join(folder, name), {"agent": name[6:-6]})
+    book.state["files"].setdefault(call.transcript_path, {"agent": "main"})
+    read_all(book, call.transcript_path, lambda entry: _Reader(book, entry), agent_file, call.agent)
     return True
 
 
