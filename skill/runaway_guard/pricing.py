@@ -28,59 +28,6 @@ _tables = None  # the parts of the table built so far (_load), and "": its secti
 
 
 # ---------------------------------------------------------------------------------------------
-# Model ids
-
-_SUFFIXES = (
-    r"-v\d+(?::\d+)?$",  # Bedrock -v1:0, -v2
-    r":\d+$",  # Bedrock :0 without -vN
-    r"@\d{8}$",  # Vertex @20250514
-    r"-\d{8}$",  # Anthropic -20250514
-    r"-\d{4}-\d{2}-\d{2}$",  # OpenAI -2025-08-07
-)
-_regexes = None
-
-
-def _patterns():
-    """Compiled on first use, for ids not in the table as written: `re` costs every hook ~12 ms."""
-    global _regexes
-    if _regexes is None:
-        import re
-
-        _regexes = {
-            "suffixes": [re.compile(pattern) for pattern in _SUFFIXES],
-            "claude_suffixes": [re.compile(r"-(?:fast|latest)$")],
-            "provider": re.compile(r"^(?:[a-z0-9-]+\.)?anthropic\."),
-            "context": re.compile(r"\[\d+m\]"),
-            "dotted": re.compile(r"(claude-(?:[a-z]+-)?\d{1,2})\.(?=\d)"),
-        }
-    return _regexes
-
-
-def normalize_model(model: str) -> str:
-    """One spelling per model, whichever provider or context flag wrote the id.
-
-    Idempotent (the suffix stripping runs to a fixed point), so ids can be normalised again safely.
-    """
-    if not isinstance(model, str):
-        return ""
-    patterns = _patterns()
-    name = patterns["context"].sub("", model.strip().lower())
-    name = name.rsplit("/", 1)[-1].strip()
-    name = patterns["provider"].sub("", name)
-    if name.startswith("claude-"):
-        name = patterns["dotted"].sub(r"\1-", name)
-    while True:
-        before = name
-        for pattern in patterns["suffixes"]:
-            name = pattern.sub("", name)
-        if name.startswith("claude-"):
-            for pattern in patterns["claude_suffixes"]:
-                name = pattern.sub("", name)
-        if name == before:
-            return name
-
-
-# ---------------------------------------------------------------------------------------------
 # Loading the table
 
 
@@ -102,10 +49,6 @@ def _rates(entry, fields, fallback=None):
     return tuple(out)
 
 
-def _ceiling(*rate_tuples):
-    return tuple(max(values) for values in zip(*rate_tuples))
-
-
 def _claude_model(entry):
     base = _rates(entry, _CLAUDE_FIELDS)
     long = None
@@ -119,44 +62,10 @@ def _claude_model(entry):
     return {"base": base, "long": long, "fast": fast}
 
 
-def _long_ceiling(models, base):
-    """The long-prompt tier of a ceiling: from the lowest threshold of ``models``, every rate the
-    highest any of them charges there (None when no model has a long tier above ``base``)."""
-    tiers = [m["long"] for m in models if m["long"]]
-    if not tiers:
-        return None
-    above = min(threshold for threshold, _ in tiers)
-    rates = _ceiling(
-        *(_ceiling(m["base"], m["long"][1]) if m["long"] else m["base"] for m in models)
-    )
-    return (above, rates) if rates != base else None
-
-
-def _claude_ceiling(models):
-    """Never cheaper than any of ``models`` for any usage (the unknown-model rule)."""
-    base = _ceiling(*(m["base"] for m in models))
-    long = _long_ceiling(models, base)
-    # In fast mode a model without a fast table keeps its standard price, long tier included.
-    fast_parts = []
-    for m in models:
-        if m["fast"]:
-            fast_parts.append(m["fast"])
-        elif m["long"]:
-            fast_parts.append(_ceiling(m["base"], m["long"][1]))
-        else:
-            fast_parts.append(m["base"])
-    return {"base": base, "long": long, "fast": _ceiling(*fast_parts)}
-
-
 def _gemini_model(entry):
     tier = entry.get("long_context")
     long = (int(tier["above_prompt_tokens"]), _rates(tier, _GEMINI_FIELDS)) if tier else None
     return {"base": _rates(entry, _GEMINI_FIELDS), "long": long}
-
-
-def _gemini_ceiling(models):
-    base = _ceiling(*(m["base"] for m in models))
-    return {"base": base, "long": _long_ceiling(models, base)}
 
 
 def _openai_table(entry):
@@ -188,27 +97,6 @@ def _openai_model(entry, default_priority):
     return {"std": std, "long": long, "priority": priority, "priority_long": priority_long}
 
 
-def _openai_ceiling(models):
-    std = _ceiling(*(m["std"] for m in models))
-    priority = _ceiling(*(m["priority"] for m in models))
-    tiers = [m["long"] for m in models if m["long"]]
-    long = priority_long = None
-    if tiers:
-        above = min(threshold for threshold, _ in tiers)
-        rates = _ceiling(
-            *(_ceiling(m["std"], m["long"][1]) if m["long"] else m["std"] for m in models)
-        )
-        prio = _ceiling(
-            *(
-                _ceiling(m["priority"], m["priority_long"]) if m["long"] else m["priority"]
-                for m in models
-            )
-        )
-        long = (above, rates)
-        priority_long = prio
-    return {"std": std, "long": long, "priority": priority, "priority_long": priority_long}
-
-
 class _Rates(dict):
     """Each model's rates, built from its entry when first asked for: a hook call prices one
     model or two, and building all of them cost it a third of a millisecond."""
@@ -227,7 +115,7 @@ class _Rates(dict):
         return {key: self[key] for key in self.entries}
 
 
-def _host_table(section, build, ceiling):
+def _host_table(section, build, rules):
     lookup = {}
     for key, entry in section["models"].items():
         for name in [key, *entry.get("ids", []), *entry.get("aliases", [])]:
@@ -236,38 +124,13 @@ def _host_table(section, build, ceiling):
         "models": _Rates(section["models"], build),
         "lookup": lookup,
         "section": section,
-        "ceiling": ceiling,
+        "rules": rules,  # whose ceiling prices a model the table lacks (unlisted_models)
         "normalized": None,
         "families": None,
         "ceilings": None,
         "zero": {name.lower() for name in section.get("zero_cost_models", [])},
         "resolved": {},
     }
-
-
-def _slow_paths(table):
-    """Normalised ids and family ceilings: built only when an id is not in the table as written."""
-    if table["families"] is None:
-        import re
-
-        table["normalized"] = {normalize_model(name): key for name, key in table["lookup"].items()}
-        families = [(name, re.compile(p)) for name, p in table["section"]["families"].items()]
-        members = {}
-        every = table["models"].every()
-        for key, rates in every.items():
-            members.setdefault(_family_of(families, key), []).append(rates)
-        ceiling = table["ceiling"]
-        ceilings = {family: ceiling(group) for family, group in members.items() if family}
-        ceilings[None] = ceiling(list(every.values()))
-        table["families"], table["ceilings"] = families, ceilings
-    return table
-
-
-def _family_of(families, name):
-    for family, pattern in families:
-        if pattern.search(name):
-            return family
-    return None
 
 
 def _price_file():
@@ -334,13 +197,13 @@ def _openai_host(sections):
     section = _section(sections, "openai")
     default_priority = section["rules"].get("priority_default_multiplier", 2)
     model = lambda entry: _openai_model(entry, default_priority)  # noqa: E731
-    return _host_table(section, model, _openai_ceiling)
+    return _host_table(section, model, "openai")
 
 
 _PARTS = {
-    "claude": lambda data: _host_table(_section(data, "claude"), _claude_model, _claude_ceiling),
+    "claude": lambda data: _host_table(_section(data, "claude"), _claude_model, "claude"),
     "openai": _openai_host,
-    "gemini": lambda data: _host_table(_section(data, "gemini"), _gemini_model, _gemini_ceiling),
+    "gemini": lambda data: _host_table(_section(data, "gemini"), _gemini_model, "gemini"),
     "web_search": lambda data: (
         _pico(_section(data, "claude")["rules"]["web_search_usd_per_request"]) * 10**6
     ),
@@ -371,15 +234,9 @@ def _find_rates(table, model, prefix_match):
         key = table["lookup"].get(_undated(model))
     if key is not None:
         return table["models"][key], True
-    _slow_paths(table)
-    name = normalize_model(model)
-    key = table["normalized"].get(name)
-    if key is None and prefix_match and name:
-        key = _claude_prefix(table["normalized"], name)
-    if key is not None:
-        return table["models"][key], True
-    family = _family_of(table["families"], name)
-    return table["ceilings"].get(family, table["ceilings"][None]), False
+    from . import unlisted_models
+
+    return unlisted_models.find_rates(table, model, prefix_match)
 
 
 def _undated(model):
@@ -397,20 +254,6 @@ def _undated(model):
     if [len(part) for part in date] == [4, 2, 2] and all(p.isdigit() and p.isascii() for p in date):
         return parts[0]
     return None
-
-
-def _claude_prefix(lookup, name):
-    # Claude Code maps e.g. "claude-opus-4-6-preview" to claude-opus-4-6, but never a further
-    # version number: "claude-opus-4-9" is not claude-opus-4.
-    best = None
-    for known in lookup:
-        if name.startswith(known + "-"):
-            rest = name[len(known) + 1 :].split("-", 1)[0]
-            if rest.isdigit() and len(rest) <= 2:
-                continue
-            if best is None or len(known) > len(best):
-                best = known
-    return lookup[best] if best else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -608,7 +451,11 @@ def token_pricer(model: str, claude_rules=None):
     if price is None:
         claude = claude_rules
         if claude is None:  # no normalize_model, and its `re`, for a name that cannot be Claude's
-            claude = "claude" in model.lower() and normalize_model(model).startswith("claude")
+            claude = "claude" in model.lower()
+            if claude:
+                from . import unlisted_models
+
+                claude = unlisted_models.normalize_model(model).startswith("claude")
         price = _claude_pricer(model) if claude else codex_pricer(model)
         pricers[model, claude_rules] = price
     return price

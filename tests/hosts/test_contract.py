@@ -23,6 +23,7 @@ FORBIDDEN_ON_HOOK_PATH = (
     *("json", "re", "typing", "dataclasses", "pathlib", "importlib"),
     *("os", "_collections_abc", "zlib", "fcntl", "functools", "collections"),
     "runaway_guard.log",  # imported only when a call has a line to write
+    "runaway_guard.unlisted_models",  # only for a model id the price table does not list
 )
 
 

@@ -360,6 +360,27 @@ def test_old_sessions_pruned_once_a_day(tmp_path):
     assert marker.stat().st_mtime > aged + ledger.PRUNE_EVERY
 
 
+def test_prune_py_is_loaded_only_by_the_call_that_prunes(tmp_path):
+    """The deleting is the one call a day's: the others leave prune.py unloaded."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from runaway_guard import ledger;"
+        "print(ledger.prune_if_due(sys.argv[2]), 'runaway_guard.prune' in sys.modules)"
+    )
+    marker = tmp_path / ".pruned"
+    marker.write_text("")
+    runs = []
+    for aged in (False, True):
+        if aged:
+            os.utime(marker, (1, 1))
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", code, str(ROOT / "skill"), str(tmp_path)],
+            capture_output=True,
+            check=True,
+        )
+        runs.append(done.stdout.split())
+    assert runs == [[b"0", b"False"], [b"0", b"True"]]
+
+
 def test_an_outcome_reported_twice_counts_once(tmp_path):
     """A post-tool hook installed twice (user and project scope) reports each outcome twice."""
     with ledger.Ledger(str(tmp_path), "qwen", "s1") as book:

@@ -20,13 +20,10 @@ from hypothesis import strategies as st
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "skill"))
 
-from runaway_guard import pricing  # noqa: E402
+from runaway_guard import pricing, unlisted_models  # noqa: E402
 from runaway_guard.money import usd  # noqa: E402
-from runaway_guard.pricing import (  # noqa: E402
-    claude_cost,
-    codex_cost,
-    normalize_model,
-)
+from runaway_guard.pricing import claude_cost, codex_cost  # noqa: E402
+from runaway_guard.unlisted_models import normalize_model  # noqa: E402
 
 PRICES = json.loads((ROOT / "skill" / "runaway_guard" / "prices.json").read_text())
 CLAUDE = PRICES["claude"]["models"]
@@ -668,7 +665,7 @@ def test_family_ceilings_are_derived_not_written():
     # The dearest model of each family is computed from the table, never stored in it.
     text = (ROOT / "skill" / "runaway_guard" / "prices.json").read_text()
     assert "ceiling_rates" not in text and "dearest_model" not in text
-    opus = pricing._slow_paths(pricing._load("claude"))["ceilings"]["claude-opus"]
+    opus = unlisted_models.slow_paths(pricing._load("claude"))["ceilings"]["claude-opus"]
     assert opus["base"] == pricing._load("claude")["models"]["claude-opus-4-1"]["base"]
 
 
@@ -942,12 +939,12 @@ def test_a_dated_id_is_found_without_the_slow_path(suffix, monkeypatch):
     normalize_model would, without importing `re` on the hook's path."""
     for host in ("claude", "openai"):
         table = pricing._load(host)
-        slow = pricing._slow_paths(table)["normalized"]
+        slow = unlisted_models.slow_paths(table)["normalized"]
         for name in list(table["lookup"]):
             if pricing._undated(name + suffix) is None:
                 continue
             dated = (name + suffix).upper() if name.startswith("gpt") else name + suffix
-            expected = slow.get(pricing.normalize_model(dated))
+            expected = slow.get(normalize_model(dated))
             if expected is None:
                 continue
             assert (
