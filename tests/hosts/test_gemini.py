@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from guard_env import ROOT, GuardEnv, jsonl
+from guard_env import ROOT, GuardEnv, followed_files, jsonl
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from runaway_guard import hosts, ledger, pricing, tail, wires
@@ -874,7 +874,7 @@ def outcomes(state):
     """Each agent's calls with their outcomes, and its failures in a row when one file holds
     them all: the order of two files' calls is the order they were read in, and the test writes
     them in any interleaving."""
-    one_file = len(state["files"]) == 1
+    one_file = len(followed_files(state)) == 1
     return {
         agent: (record["fails"] if one_file else None, sorted(map(tuple, record["hist"])))
         for agent, record in state["agents"].items()

@@ -129,7 +129,7 @@ def read_all(book, main, reader, named=None, agent=None):
         paths.append(main)
     stat = fs.stat
     opened = []  # the subagents' entries held as dicts this call, packed once read
-    falling = {}  # on a sweep, the packed entries of files unchanged and not written for QUIET_S
+    falling = []  # on a sweep, the subagent files not written for QUIET_S
     for path in paths:
         entry = files[path]
         try:
@@ -137,11 +137,13 @@ def read_all(book, main, reader, named=None, agent=None):
             if entry.__class__ is list:
                 if info.st_size == entry[0] and info.st_ino == entry[1]:
                     if sweep and now - info.st_mtime >= QUIET_S:
-                        falling[path] = entry
+                        falling.append(path)
                     continue  # nothing new: the one stat is all a quiet subagent file costs
                 entry = files[path] = _unpacked(path, entry, named)
             if entry.get("agent") != "main":
                 opened.append(path)
+                if sweep and now - info.st_mtime >= QUIET_S:
+                    falling.append(path)  # read all the same: the guard had not seen it yet
             if info.st_size == entry.get("off") and info.st_ino == entry.get("ino"):
                 continue
             handler = reader(entry)
@@ -159,11 +161,15 @@ def read_all(book, main, reader, named=None, agent=None):
         entry = files.get(path)
         if entry.__class__ is dict:
             files[path] = _packed(path, entry, named)
-    if falling:
-        for path, entry in falling.items():
+    fell = False
+    for path in falling:
+        entry = files.get(path)
+        if entry.__class__ is list:  # not gone
             del files[path]
             cut = max(path.rfind("/"), path.rfind(fs.sep)) + 1
             asleep.setdefault(path[:cut], {})[path[cut:]] = [*entry[:2], jsonio.loads(entry[2])]
+            fell = True
+    if fell:
         state["dormant"][1] = jsonio.dumps(asleep)
 
 
