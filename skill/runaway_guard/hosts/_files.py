@@ -180,12 +180,15 @@ def _sweep(state, now):
     dormant = state.get("dormant")
     text = dormant[1] if dormant else "{}"
     asleep = _asleep(text)
-    files = state["files"]
-    for folder, names in asleep.items():
-        for name in [name for name, entry in names.items() if not _unchanged(folder + name, entry)]:
-            files[folder + name] = _woken(names.pop(name))
-            text = ""
-    if not text:
+    woken = [
+        (folder, name)
+        for folder, names in asleep.items()
+        for name, entry in names.items()
+        if not _unchanged(folder + name, entry)
+    ]
+    for folder, name in woken:
+        state["files"][folder + name] = _woken(asleep[folder].pop(name))
+    if woken:
         asleep = {folder: names for folder, names in asleep.items() if names}
         text = jsonio.dumps(asleep)
     state["dormant"] = [now, text]
@@ -203,10 +206,10 @@ def _asleep(text):
 
 
 def _woken(entry):
-    """A dormant file's entry packed again (read_all); one not well formed, read anew."""
-    if entry.__class__ is list and len(entry) == 3:
-        return [entry[0], entry[1], jsonio.dumps(entry[2])]
-    return {}
+    """A dormant file's entry packed again (read_all); TypeError or ValueError when it is not
+    one (the caller fails open and the state is rebuilt from the ledger)."""
+    off, ino, rest = entry
+    return [off, ino, jsonio.dumps(rest)]
 
 
 def _unchanged(path, entry):
@@ -214,8 +217,7 @@ def _unchanged(path, entry):
         info = fs.stat(path)
     except OSError:
         return False
-    well_formed = entry.__class__ is list and len(entry) == 3
-    return well_formed and info.st_size == entry[0] and info.st_ino == entry[1]
+    return entry.__class__ is list and info.st_size == entry[0] and info.st_ino == entry[1]
 
 
 def follow(book, path, entry):
