@@ -41,6 +41,29 @@ def test_sibling_agent_files_of_older_versions_belong_by_session_id(tmp_path):
     assert spend["agent"] == {"main": OPUS_ROW, "a1": OPUS_ROW}
 
 
+def test_a_quiet_folder_of_sibling_agent_files_is_not_listed_again(tmp_path, monkeypatch):
+    """The older layout's agent files are looked for when the transcript's folder changed: a call
+    on an unchanged folder lists nothing, and a dormant agent file there stays asleep; a new
+    agent file is still found, and the dormant one still counted."""
+    project = tmp_path / "project"
+    main = jsonl(project / "s1.jsonl", [assistant("m1", model="claude-opus-4-8", version="2.1.0")])
+    jsonl(project / "agent-a1.jsonl", [assistant("a1", model="claude-opus-4-8", sessionId="s1")])
+    for path in (main, project / "agent-a1.jsonl", project):
+        os.utime(path, (1_000_000_000, 1_000_000_000))
+    call = FakeCall("claude", "s1", main)
+    sync_once(tmp_path / "state", "claude", call)
+    listed = []
+    real_listdir = fs.listdir
+    monkeypatch.setattr(fs, "listdir", lambda path: listed.append(path) or real_listdir(path))
+    with ledger.Ledger(str(tmp_path / "state"), "claude", "s1") as book:
+        claude.sync(book, call)
+        assert listed == [] and list(book.state["files"]) == [str(main)]  # a1's is dormant
+    jsonl(project / "agent-a2.jsonl", [assistant("a2", model="claude-opus-4-8", sessionId="s1")])
+    spend = sync_once(tmp_path / "state", "claude", call)
+    assert listed == [str(project)]
+    assert spend["agent"] == {"main": OPUS_ROW, "a1": OPUS_ROW, "a2": OPUS_ROW}
+
+
 def test_sibling_files_are_not_looked_for_once_the_version_is_new(tmp_path):
     main = jsonl(tmp_path / "s1.jsonl", [assistant("m1", model="claude-opus-4-8")])
     call = FakeCall("claude", "s1", main)

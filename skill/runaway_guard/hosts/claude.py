@@ -21,6 +21,7 @@ from ._files import (
     first_line,
     follow,
     followed,
+    listing,
     local_day,
     number,
     read_all,
@@ -203,13 +204,11 @@ def _old_layout(main_entry):
 
 
 def _sibling_files(folder, session_id, book):
-    try:
-        names = [name for name in fs.listdir(folder) if name.startswith("agent-")]
-    except OSError:
-        return []
+    """(path, agent id) of the agent files beside the transcript that are this session's, looked
+    for when the folder changed (2.0.28 to 2.1.1 wrote them there, for every session)."""
     found = []
-    for name in names:
-        if not name.endswith(".jsonl"):
+    for name in listing(book.state.setdefault("folders", {}), folder) or ():
+        if not (name.startswith("agent-") and name.endswith(".jsonl")):
             continue
         path = fs.join(folder, name)
         if not followed(book, path) and _first_session_id(path) != session_id:
