@@ -244,7 +244,7 @@ def _undated(model):
     plain id (no provider prefix, path, version or context flag): what normalize_model makes of
     it, without the regular expressions that cost a hook call `re` (~12 ms)."""
     name = model.lower()
-    if any(mark in name for mark in "/[@: ") or "anthropic." in name:
+    if not _plain(name):
         return None
     head, dash, date = name.rpartition("-")
     if len(date) == 8 and date.isdigit() and date.isascii():
@@ -254,6 +254,12 @@ def _undated(model):
     if [len(part) for part in date] == [4, 2, 2] and all(p.isdigit() and p.isascii() for p in date):
         return parts[0]
     return None
+
+
+def _plain(name):
+    """Whether a lowercase id has none of the provider prefix, path, version or context flag
+    that normalize_model rewrites with regular expressions."""
+    return not any(mark in name for mark in "/[@: ") and "anthropic." not in name
 
 
 # ---------------------------------------------------------------------------------------------
@@ -450,15 +456,25 @@ def token_pricer(model: str, claude_rules=None):
     price = pricers.get((model, claude_rules))
     if price is None:
         claude = claude_rules
-        if claude is None:  # no normalize_model, and its `re`, for a name that cannot be Claude's
-            claude = "claude" in model.lower()
-            if claude:
-                from . import unlisted_models
-
-                claude = unlisted_models.normalize_model(model).startswith("claude")
+        if claude is None:
+            claude = _names_claude(model)
         price = _claude_pricer(model) if claude else codex_pricer(model)
         pricers[model, claude_rules] = price
     return price
+
+
+def _names_claude(model):
+    """Whether the id names a Claude model: holds `claude` and normalize_model spells it
+    `claude…`. Normalising a plain id only cuts dates, versions, `-latest` or `-fast` off its
+    end, each at a dash, and `claude` holds none: its own start tells, without normalize_model's
+    `re`, which cost each call that priced a response as much as the interpreter's start (27M
+    instructions) for the ids Copilot CLI records under a person's Anthropic key."""
+    name = model.strip().lower()
+    if "claude" not in name or _plain(name):
+        return name.startswith("claude")
+    from . import unlisted_models
+
+    return unlisted_models.normalize_model(model).startswith("claude")
 
 
 def _claude_pricer(model):

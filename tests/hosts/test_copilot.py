@@ -362,6 +362,41 @@ def test_under_the_persons_key_tokens_are_priced_with_the_table():
     assert pusd == round(pico)
 
 
+# Anthropic's ids as Copilot CLI 1.0.102 records them under the person's Anthropic key
+# (COPILOT_PROVIDER_TYPE=anthropic): the model sent to the API, dated or not, as written.
+@pytest.mark.parametrize("model", ["claude-sonnet-4-20250514", "claude-sonnet-4-5"])
+def test_a_byok_claude_response_is_priced_without_importing_re(model, tmp_path):
+    """`re` costs a call as much as the interpreter's start: an id the table lists is priced
+    without normalize_model, at Claude's rates ($3 input, $0.30 cache read, $15 output)."""
+    hooks, events, _ = fixture("basic")
+    text = events.read_text().replace('"gpt-4.1"', json.dumps(model))
+    records = [json.loads(line) for line in text.splitlines()]
+    session = records[0]["data"]["sessionId"]
+    home = tmp_path / "copilot-home"
+    target = home / "session-state" / session / "events.jsonl"
+    target.parent.mkdir(parents=True)
+    target.write_text(text)
+    guard = GuardEnv(tmp_path)
+    payload = [h["payload"] for h in hooks if h["event"] == "preToolUse"][-1]
+    code = (  # the hook's call (hook.main) without its exit, then what it imported
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "from runaway_guard import hook;"
+        "hook.respond(sys.stdin.buffer.read);"
+        "print(sorted({'re', 'runaway_guard.unlisted_models'} & set(sys.modules)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code, str(ROOT / "skill")],
+        input=json.dumps(payload).encode(),
+        env={**guard.env, "COPILOT_HOME": str(home), "COPILOT_CLI": "1"},
+        capture_output=True,
+    )
+    assert done.stdout.decode().strip() == "[]", done.stderr.decode()[-2000:]
+    usages = [r["data"]["usage"] for r in records if r["type"] == "session.usage_record"]
+    assert {u["model"] for u in usages} == {model}
+    expected = sum(priced(u, {"input": 3, "cached": 0.3, "output": 15}) for u in usages)
+    assert state_of(guard, session)["spend"]["total"] / 1e12 == pytest.approx(expected, abs=1e-9)
+
+
 # ---------------------------------------------------------------------------------------------
 # ending a `copilot -p` run
 

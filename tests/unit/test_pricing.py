@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -1024,6 +1024,93 @@ def test_token_pricer_is_the_cost_of_the_same_counts(model, rules, counts):
         }
         expected = codex_cost(model, usage)
     assert price(inp, cached, written, out) == expected
+
+
+def recorded_models(value):
+    """Every model id the recorded fixtures name (any key with "model" in it, not a note)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if "model" in key.lower() and isinstance(item, str) and " " not in item:
+                yield item
+            yield from recorded_models(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from recorded_models(item)
+
+
+def fixture_models():
+    found = set()
+    for path in sorted((ROOT / "tests" / "fixtures").rglob("*.json*")):
+        text = path.read_text(errors="replace")
+        for line in [text] if path.suffix == ".json" else text.splitlines():
+            try:
+                found.update(recorded_models(json.loads(line)))
+            except ValueError:
+                pass
+    return sorted(found)
+
+
+FIXTURE_MODELS = fixture_models()
+TABLE_IDS = sorted(
+    {
+        name
+        for host in ("claude", "openai", "gemini")
+        for key, entry in PRICES[host]["models"].items()
+        for name in (key, *entry.get("ids", []), *entry.get("aliases", []))
+    }
+)
+MADE_UP = ["claude", "claude-opus-9", "claude-sonnet-4-5-preview", "my-claude-proxy", "gpt-9-zeta"]
+PREFIXES = ["anthropic.", "us.anthropic.", "anthropic/", "openrouter/anthropic/", "openai/"]
+PREFIXES += ["google/", "vertex_ai/", "bedrock/", "azure/", "x-", "[1m]"]
+SUFFIXES = ["-20250514", "-2025-08-07", "@20250514", "-2025051", "-v1:0", "-v2", ":0"]
+SUFFIXES += ["-latest", "-fast", "-preview", "-9", "[1m]", "[200k]"]
+PIECES = ["claude", "gpt", "-", "4", ".", "5", "20250514", "2025-08-07", "/", "anthropic."]
+PIECES += ["@", ":", "v1", "[1m]", " ", "\t", "opus", "sonnet", "X"]
+
+
+def maybe(options):
+    """Half the time nothing: most ids a host writes are plain."""
+    return st.just("") | st.sampled_from(options)
+
+
+@st.composite
+def model_ids(draw):
+    """Ids as hosts write them: the table's, the fixtures', with a provider's prefix or path,
+    a dotted version, a date, a Bedrock version, a context flag, another case, spaces around."""
+    name = draw(st.sampled_from(TABLE_IDS + FIXTURE_MODELS + MADE_UP))
+    if draw(st.booleans()):  # claude-sonnet-4.5, as Copilot's catalog and OpenRouter write it
+        name = re.sub(r"(\d)-(\d)", r"\1.\2", name, count=1)
+    name = draw(maybe(PREFIXES)) + name + draw(maybe(SUFFIXES))
+    name = draw(st.sampled_from([name, name.upper(), name.title()]))
+    return draw(maybe([" ", "\t"])) + name + draw(maybe([" ", "\n"]))
+
+
+any_model_id = (
+    model_ids() | st.lists(st.sampled_from(PIECES), max_size=8).map("".join) | st.text(max_size=30)
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(model=any_model_id, counts=st.tuples(*[st.integers(0, 600_000)] * 4))
+@example(model="cla[1m]ude-sonnet-4", counts=(1000, 100, 10, 10))
+@example(model="[1m]claude-sonnet-4", counts=(1000, 100, 10, 10))
+@example(model="gpt-5-2025051", counts=(1000, 100, 10, 10))
+def test_an_id_is_priced_as_the_normalising_path_prices_it(model, counts):
+    """Whose rules price an id (Claude's or OpenAI's), told without normalize_model where its
+    start cannot change, and each table's rates, looked up as written and without a date: the
+    same as normalising every id (unlisted_models, and its `re`) gives."""
+    claude = "claude" in model.lower() and normalize_model(model).startswith("claude")
+    assert pricing._names_claude(model) == claude
+    inp, cached, written, out = counts
+    cached = min(cached, inp)
+    written = min(written, inp - cached)
+    slow = pricing._claude_pricer(model) if claude else pricing.codex_pricer(model)
+    assert pricing.token_pricer(model)(inp, cached, written, out) == slow(inp, cached, written, out)
+    for host in ("claude", "openai", "gemini"):
+        table = pricing._load(host)
+        prefix = host == "claude"
+        expected = unlisted_models.find_rates(table, model, prefix)
+        assert pricing._find_rates(table, model, prefix) == expected, host
 
 
 def test_a_call_reads_only_the_table_of_the_host_it_prices(monkeypatch):
