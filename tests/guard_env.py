@@ -82,13 +82,14 @@ def fuzz(examples):
 
 def followed_files(state):
     """Every file entry a session state holds, packed as hosts._files keeps a subagent's, the
-    dormant files' too (kept apart as {folder: {name: [off, ino, the rest]}} in one JSON text)."""
-    dormant = json.loads(state["dormant"][1]) if state.get("dormant") else {}
+    dormant files' too (kept apart as {folder: {name: [off, ino]}} and {folder: {name: rest}})."""
+    _, index, rests = state.get("dormant") or (0, "{}", "{}")
+    rests = json.loads(rests)
     return {
         **state["files"],
         **{
-            folder + name: [off, ino, json.dumps(rest)]
-            for folder, names in dormant.items()
-            for name, (off, ino, rest) in names.items()
+            folder + name: [off, ino, rests[folder][name]]
+            for folder, names in json.loads(index).items()
+            for name, (off, ino) in names.items()
         },
     }

@@ -574,8 +574,8 @@ def _well_formed(state):
             and isinstance(spend["total"], int)
             and all(isinstance(spend[key], dict) for key in ("model", "agent", "day"))
             and isinstance(state["recent"], dict)
-            and _pair(state.get("parked"), int, str)
-            and _pair(state.get("dormant"), (int, float), str)
+            and _parts(state.get("parked"), int, str)
+            and _parts(state.get("dormant"), (int, float), str, str)
             and isinstance(state["agents"], dict)
             and all(
                 isinstance(record, dict)
@@ -590,13 +590,12 @@ def _well_formed(state):
         return False
 
 
-def _pair(value, first, second):
-    """Whether an optional part of the state is absent or a [first, second] pair."""
+def _parts(value, *kinds):
+    """Whether an optional part of the state is absent or a list of values of these kinds."""
     return value is None or (
         isinstance(value, list)
-        and len(value) == 2
-        and isinstance(value[0], first)
-        and isinstance(value[1], second)
+        and len(value) == len(kinds)
+        and all(isinstance(item, kind) for item, kind in zip(value, kinds))
     )
 
 

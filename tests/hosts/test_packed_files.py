@@ -324,19 +324,20 @@ def _unpacked(host, path, entry):
     return _files._unpacked(path, entry, NAMED.get(host)) if isinstance(entry, list) else entry
 
 
-@pytest.mark.parametrize("damage", ["[1, 2]", '{"/x/": {"agent-a.jsonl": [1]}}', "{", "[]"])
+@pytest.mark.parametrize(
+    "damage",
+    ["[1, 2]", '{"/x/": {"agent-a.jsonl": [1]}}', "{", "[]", "an entry woken without its rest"],
+)
 def test_a_damaged_dormant_text_is_rebuilt_from_the_ledger(tmp_path, damage):
-    """A call that cannot read the dormant files' text fails (the hook fails open) and leaves no
+    """A call that cannot read the dormant files' texts fails (the hook fails open) and leaves no
     state: the next call rebuilds it from the ledger, spend and all."""
     session, main, _ = SESSIONS["claude"]
     for path, lines in fixture_lines("claude"):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_bytes(b"".join(lines))
         os.utime(tmp_path / path, (1_000_000_000, 1_000_000_000))
-    state_dir, call = (
-        str(tmp_path / "state"),
-        Call("claude", session, transcript_path=str(tmp_path / main)),
-    )
+    state_dir = str(tmp_path / "state")
+    call = Call("claude", session, transcript_path=str(tmp_path / main))
 
     def sync():
         with ledger.Ledger(state_dir, "claude", session) as book:
@@ -347,9 +348,14 @@ def test_a_damaged_dormant_text_is_rebuilt_from_the_ledger(tmp_path, damage):
     spend = state["spend"]
     assert len(followed_files(state)) == 3 and len(state["files"]) == 1  # both subagents dormant
     path = ledger.session_paths(state_dir, "claude", session)[1] + ledger.STATE
-    state["dormant"] = [0, damage]
+    index, rests = state["dormant"][1], "{}"
+    if damage.startswith("an entry"):
+        index = index.replace(":[", ":[1", 1)  # an offset the file does not have: it wakes
+    else:
+        index, rests = damage, state["dormant"][2]
+    state["dormant"] = [0, index, rests]
     ledger.write_state(path, state)
-    with pytest.raises((TypeError, ValueError, IndexError)):
+    with pytest.raises((TypeError, ValueError, KeyError)):
         sync()
     assert not os.path.exists(path)
     assert sync()["spend"] == spend

@@ -106,7 +106,7 @@ def read_all(book, main, reader, named=None, agent=None):
     changed: a call where it did not needs only off and ino against one stat, and marshal loads
     and writes such a list in a fraction of a dict's time. The main agent's entry stays a dict
     (sessions.refresh and Codex look for it). The dormant files' entries (QUIET_S) are kept
-    apart, as one JSON text (state["dormant"]: [when they were last looked at, the text]).
+    apart (state["dormant"], see _sweep).
     """
     state = book.state
     files = state["files"]
@@ -119,7 +119,7 @@ def read_all(book, main, reader, named=None, agent=None):
         or (agent not in (None, "main") and not _awake(files, agent, named))
     )
     if sweep:
-        asleep = _sweep(state, now)
+        index = _sweep(state, now)
     paths = [
         path
         for path, entry in files.items()
@@ -161,63 +161,67 @@ def read_all(book, main, reader, named=None, agent=None):
         entry = files.get(path)
         if entry.__class__ is dict:
             files[path] = _packed(path, entry, named)
-    fell = False
-    for path in falling:
-        entry = files.get(path)
-        if entry.__class__ is list:  # not gone
-            del files[path]
-            cut = max(path.rfind("/"), path.rfind(fs.sep)) + 1
-            asleep.setdefault(path[:cut], {})[path[cut:]] = [*entry[:2], jsonio.loads(entry[2])]
-            fell = True
-    if fell:
-        state["dormant"][1] = jsonio.dumps(asleep)
+    if falling:
+        _fall(state, files, falling, index)
 
 
 def _sweep(state, now):
     """Look at the dormant files: one that changed, vanished or cannot be read goes back among
-    the others (read_all reads it this call). The text is written again only then. The dormant
-    entries left, for read_all to add to."""
-    dormant = state.get("dormant")
-    text = dormant[1] if dormant else "{}"
-    asleep = _asleep(text)
+    the others (read_all reads it this call). They are kept as two JSON texts, written again
+    only when a file wakes or falls asleep: state["dormant"] = [when they were last looked at,
+    {folder: {name: [off, ino]}}, {folder: {name: the rest of the packed entry}}], the folder's
+    name ending in its separator. A sweep decodes only the first (the rest of a Gemini CLI or
+    Codex entry is most of its size). The dormant files' offsets and inodes, for _fall."""
+    dormant = state.get("dormant") or [0, "{}", "{}"]
+    index = _mapping(dormant[1])
     woken = [
         (folder, name)
-        for folder, names in asleep.items()
-        for name, entry in names.items()
-        if not _unchanged(folder + name, entry)
+        for folder, names in index.items()
+        for name, (off, ino) in names.items()
+        if not _unchanged(folder + name, off, ino)
     ]
-    for folder, name in woken:
-        state["files"][folder + name] = _woken(asleep[folder].pop(name))
     if woken:
-        asleep = {folder: names for folder, names in asleep.items() if names}
-        text = jsonio.dumps(asleep)
-    state["dormant"] = [now, text]
-    return asleep
+        rests = _mapping(dormant[2])
+        for folder, name in woken:
+            off, ino = index[folder].pop(name)
+            state["files"][folder + name] = [off, ino, rests[folder].pop(name)]
+        dormant = [now, jsonio.dumps(_pruned(index)), jsonio.dumps(_pruned(rests))]
+    state["dormant"] = [now, dormant[1], dormant[2]]
+    return index
 
 
-def _asleep(text):
-    """The dormant files' entries in the state's text: {folder: {name: [off, ino, the rest]}},
-    the folder's name ending in its separator; the rest as an object, not packed as JSON,
-    which halves the text's decoding."""
-    asleep = jsonio.loads(text)
-    if not (isinstance(asleep, dict) and all(isinstance(n, dict) for n in asleep.values())):
+def _fall(state, files, paths, index):
+    """Put the files' packed entries among the dormant ones (the others' are not decoded)."""
+    rests = _mapping(state["dormant"][2])
+    for path in paths:
+        entry = files.get(path)
+        if entry.__class__ is list:  # not gone
+            del files[path]
+            cut = max(path.rfind("/"), path.rfind(fs.sep)) + 1
+            folder, name = path[:cut], path[cut:]
+            index.setdefault(folder, {})[name] = entry[:2]
+            rests.setdefault(folder, {})[name] = entry[2]
+    state["dormant"][1:] = [jsonio.dumps(_pruned(index)), jsonio.dumps(_pruned(rests))]
+
+
+def _mapping(text):
+    """{folder: {name: value}} from one of the dormant files' texts."""
+    value = jsonio.loads(text)
+    if not (isinstance(value, dict) and all(isinstance(n, dict) for n in value.values())):
         raise TypeError("the state's dormant files are not a mapping of mappings")
-    return asleep
+    return value
 
 
-def _woken(entry):
-    """A dormant file's entry packed again (read_all); TypeError or ValueError when it is not
-    one (the caller fails open and the state is rebuilt from the ledger)."""
-    off, ino, rest = entry
-    return [off, ino, jsonio.dumps(rest)]
+def _pruned(mapping):
+    return {folder: names for folder, names in mapping.items() if names}
 
 
-def _unchanged(path, entry):
+def _unchanged(path, off, ino):
     try:
         info = fs.stat(path)
     except OSError:
         return False
-    return entry.__class__ is list and info.st_size == entry[0] and info.st_ino == entry[1]
+    return info.st_size == off and info.st_ino == ino
 
 
 def follow(book, path, entry):
@@ -235,9 +239,10 @@ def followed(book, path):
     if path not in files:
         dormant = state.pop("dormant", None)
         if dormant is not None:
-            for folder, names in _asleep(dormant[1]).items():
-                for name, entry in names.items():
-                    files[folder + name] = _woken(entry)
+            rests = _mapping(dormant[2])
+            for folder, names in _mapping(dormant[1]).items():
+                for name, (off, ino) in names.items():
+                    files[folder + name] = [off, ino, rests[folder][name]]
     return path in files
 
 
