@@ -80,16 +80,15 @@ def fuzz(examples):
     )
 
 
-def followed_files(state):
-    """Every file entry a session state holds, packed as hosts._files keeps a subagent's, the
-    dormant files' too (kept apart as {folder: {name: [off, ino]}} and {folder: {name: rest}})."""
-    _, index, rests = state.get("dormant") or (0, "{}", "{}")
-    rests = json.loads(rests)
+def followed_files(book):
+    """Every file entry a session's state holds, packed as hosts._files keeps a subagent's, the
+    dormant files' too (a part of the state in a file of its own: book.part)."""
+    dormant = book.part("dormant") or {"index": {}, "rests": {}}
     return {
-        **state["files"],
+        **book.state["files"],
         **{
-            folder + name: [off, ino, rests[folder][name]]
-            for folder, names in json.loads(index).items()
+            folder + name: [off, ino, dormant["rests"][folder][name]]
+            for folder, names in dormant["index"].items()
             for name, (off, ino) in names.items()
         },
     }

@@ -1,11 +1,14 @@
 """The session's ledger and state: what was spent, per response, and how each agent's calls went.
 
-Two files per session in the state dir, both private to the user:
+A session's files in the state dir, all private to the user:
 - `<id>.state`, small and rewritten atomically under a lock on every call: read cursors, spend
   totals, the last responses (whose usage can still grow), and the wires' counters. It holds
   JSON's kinds of data, written with `marshal` (format 4, which every Python 3 reads): a call
   reads and writes it in a third of the time JSON takes (bench/README.md). A state is rebuilt
   from the ledger when it is unreadable; the JSON `<id>.json` of earlier versions is read once;
+- `<id>.<part>.<n>`, a part of the state that a call seldom needs, kept in a file of its own
+  (Ledger.part): read only by the calls that need it, written anew (n + 1) only when it
+  changes, before the state that names it, and removed once that state is written;
 - `<id>.ledger`, append-only, one line per priced response (and per later correction): the
   source of truth for spend. It is read only when a transcript was rewritten or the state was
   lost, so that a re-read neither counts a response twice nor drops one counted before.
@@ -20,6 +23,8 @@ from . import fs, jsonio
 VERSION = 1
 STATE = ".state"  # a session's state file: <id>.state
 MARSHAL_FORMAT = 4
+DORMANT = "dormant"  # a part (Ledger.part): the dormant subagent files' entries (hosts/_files.py)
+PARTS = (DORMANT,)
 # Responses whose usage may still be corrected by a later row of the same response: an agent
 # writes one response's rows before its next response (within seconds), so its last one is
 # kept while it books responses (for ACTIVE seconds after its last), and the last RECENT across
@@ -86,6 +91,11 @@ def read_json(path):
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def _read_part(path):
+    with open(path, "rb") as handle:
+        return marshal.loads(handle.read())
 
 
 def read_state(path):
@@ -178,6 +188,7 @@ class Ledger:
         self.session_id = session_id
         folder, base = session_paths(state_dir, host, session_id)
         self.folder = folder
+        self.base = base
         self.state_path = base + STATE
         self.legacy_path = base + ".json"  # the state as versions before STATE wrote it
         self.ledger_path = base + ".ledger"
@@ -196,6 +207,8 @@ class Ledger:
         self.watch = None
         self.watched = False
         self.sweep = False  # look at every file this call, the dormant ones too (a status)
+        self._parts = {}  # the parts (see part()) read or set this call
+        self._changed_parts = set()
 
     def __enter__(self):
         private_dir(self.state_dir)
@@ -308,13 +321,62 @@ class Ledger:
         if self._recent_count() > 2 * RECENT + len(self._active) or self._stale:
             self._trim_recent()
         self._park()
+        replaced = self._write_parts()
         write_state(self.state_path, state)
+        for path in replaced:
+            try:
+                fs.remove(path)
+            except OSError:
+                pass
         if self._legacy:
             try:
                 fs.remove(self.legacy_path)
             except OSError:
                 pass
             self._legacy = False
+
+    # -- the parts of the state kept in files of their own
+
+    def part(self, name):
+        """A part of the state kept in `<id>.<name>.<n>` (None when there is none), read once a
+        call and only by the calls that ask: a large value that seldom changes costs the other
+        calls nothing, where in the state every call would read and write it. A part the state
+        names that cannot be read raises: the call fails open and the state is rebuilt."""
+        if name not in self._parts:
+            number = self.state.get("parts", {}).get(name)
+            self._parts[name] = _read_part(self._part_path(name, number)) if number else None
+        return self._parts[name]
+
+    def set_part(self, name, value):
+        """value (JSON's kinds of data, or None for none) as the part, written when saved."""
+        self._parts[name] = value
+        self._changed_parts.add(name)
+
+    def _part_path(self, name, number):
+        return f"{self.base}.{name}.{number}"
+
+    def _write_parts(self):
+        """Each changed part in a new file (n + 1: no rename over a file, which on ext4 starts
+        writing it out at once), before the state that names it; the files they replace, to
+        remove once that state is written. A call killed midway leaves a state that names whole
+        files; after a power cut a part may be unreadable, and the state is rebuilt."""
+        parts = self.state.setdefault("parts", {})
+        replaced = []
+        for name in self._changed_parts:
+            number = parts.pop(name, 0)
+            if number:
+                replaced.append(self._part_path(name, number))
+            value = self._parts[name]
+            if value is not None:
+                path = self._part_path(name, number + 1)
+                fd = fs.open(path, fs.O_WRONLY | fs.O_CREAT | fs.O_TRUNC, 0o600)
+                try:
+                    write_all(fd, marshal.dumps(value, MARSHAL_FORMAT))
+                finally:
+                    fs.close(fd)
+                parts[name] = number + 1
+        self._changed_parts = set()
+        return replaced
 
     # -- spend
 
@@ -574,8 +636,8 @@ def _well_formed(state):
             and isinstance(spend["total"], int)
             and all(isinstance(spend[key], dict) for key in ("model", "agent", "day"))
             and isinstance(state["recent"], dict)
-            and _parts(state.get("parked"), int, str)
-            and _parts(state.get("dormant"), (int, float), str, str)
+            and _pair(state.get("parked"), int, str)
+            and isinstance(state.get("parts", {}), dict)
             and isinstance(state["agents"], dict)
             and all(
                 isinstance(record, dict)
@@ -590,12 +652,13 @@ def _well_formed(state):
         return False
 
 
-def _parts(value, *kinds):
-    """Whether an optional part of the state is absent or a list of values of these kinds."""
+def _pair(value, first, second):
+    """Whether an optional part of the state is absent or a [first, second] pair."""
     return value is None or (
         isinstance(value, list)
-        and len(value) == len(kinds)
-        and all(isinstance(item, kind) for item, kind in zip(value, kinds))
+        and len(value) == 2
+        and isinstance(value[0], first)
+        and isinstance(value[1], second)
     )
 
 

@@ -2,7 +2,7 @@
 sessions unseen since a cutoff, and the day files older than it, deleted. Imported only then."""
 
 from . import fs
-from .ledger import STATE, try_lock
+from .ledger import PARTS, STATE, try_lock
 
 
 def unseen_since(state_dir, cutoff):
@@ -24,10 +24,13 @@ def _subfolders(root):
 
 def _base_name(name):
     """`<id>` of `<id>.state`, `.ledger`, `.lock`, `.json.lock` (a day's), `.json` (a day's, and
-    an earlier version's state), and of what a call killed in the middle of a write leaves:
-    `.state.<pid>.tmp`."""
+    an earlier version's state), `.<part>.<n>` (ledger.PARTS), and of what a call killed in the
+    middle of a write leaves: `.state.<pid>.tmp`."""
     if name.endswith(".tmp"):
         name = name.rsplit(".", 2)[0]
+    head, _, number = name.rpartition(".")
+    if number.isdigit() and head.endswith(tuple("." + part for part in PARTS)):
+        return head.rpartition(".")[0]
     for suffix in (".json.lock", STATE, ".json", ".ledger", ".lock"):
         if name.endswith(suffix):
             return name[: -len(suffix)]

@@ -867,17 +867,17 @@ def read_in_pieces(tmp, name, cuts):
                 GEMINI.sync(book, call)
     with ledger.Ledger(state_dir, "gemini", session) as book:
         GEMINI.sync(book, call)
-        return book.state["spend"], outcomes(book.state)
+        return book.state["spend"], outcomes(book)
 
 
-def outcomes(state):
+def outcomes(book):
     """Each agent's calls with their outcomes, and its failures in a row when one file holds
     them all: the order of two files' calls is the order they were read in, and the test writes
     them in any interleaving."""
-    one_file = len(followed_files(state)) == 1
+    one_file = len(followed_files(book)) == 1
     return {
         agent: (record["fails"] if one_file else None, sorted(map(tuple, record["hist"])))
-        for agent, record in state["agents"].items()
+        for agent, record in book.state["agents"].items()
     }
 
 
@@ -896,7 +896,7 @@ def test_pieces_equal_one_read(tmp_path_factory, cuts, name):
     session, paths, _ = place(name, whole_dir)
     with ledger.Ledger(str(whole_dir / "state"), "gemini", session) as book:
         GEMINI.sync(book, Call("gemini", session, transcript_path=paths[-1]))
-        whole = book.state["spend"], outcomes(book.state)
+        whole = book.state["spend"], outcomes(book)
     assert whole[0]["total"] == round(EXPECTED[name] * 1e12)
     assert read_in_pieces(tmp_path_factory.mktemp("pieces"), name, cuts) == whole
 

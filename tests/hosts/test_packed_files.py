@@ -1,9 +1,11 @@
 """A subagent file's entry, packed between calls (hosts/_files.read_all), on every host that
 follows one file per subagent: call after call, the same state as keeping entries whole."""
 
+import marshal
 import os
 import re
 import time
+from pathlib import Path
 
 import pytest
 from guard_env import ROOT, followed_files
@@ -290,9 +292,9 @@ def test_dormant_files_are_read_late_by_at_most_a_sweep(tmp_path_factory, monkey
         call = Call(host, session, transcript_path=str(path), agent=agent)
         monkeypatch.setattr(_files, "QUIET_S", quiet_s)
         with ledger.Ledger(str(tmp / state_dir), host, session) as book:
-            swept = "dormant" not in book.state or clock.now - book.state["dormant"][0] >= 1
+            swept = "swept" not in book.state or clock.now - book.state["swept"] >= 1
             hosts.load(host).sync(book, call)
-            entries = {p: _unpacked(host, p, e) for p, e in followed_files(book.state).items()}
+            entries = {p: _unpacked(host, p, e) for p, e in followed_files(book).items()}
             return book.state["spend"], entries, swept
 
     for number, (later, grown, count, caller) in enumerate([(0.0, set(), 1, 0), *steps]):
@@ -306,6 +308,8 @@ def test_dormant_files_are_read_late_by_at_most_a_sweep(tmp_path_factory, monkey
             os.utime(path, (clock.now, clock.now))
         caller = 0 if host != "codex" and number == 0 else caller
         spend, entries, swept = synced("dormant", caller)
+        folder = tmp / "dormant" / "sessions" / host
+        assert len([p for p in folder.iterdir() if ".dormant." in p.name]) <= 1  # none left
         plain, plain_entries, _ = synced("plain", caller, float("inf"))
         agents, plain_agents = spend["agent"], plain["agent"]
         for agent in {"main", agent_of(host, str(files[caller][0]), caller)} & set(plain_agents):
@@ -314,7 +318,7 @@ def test_dormant_files_are_read_late_by_at_most_a_sweep(tmp_path_factory, monkey
         if swept:
             assert (spend, entries) == (plain, plain_entries)
     with ledger.Ledger(str(tmp / "dormant"), host, session) as book:
-        asleep = book.state["dormant"][1] != "{}"
+        asleep = bool((book.part("dormant") or {}).get("index"))
     assert refresh(str(tmp / "dormant"), host, session)["spend"] == synced("plain", 0)[0]
     if steps and steps[-1][0] >= 61.0 and not steps[-1][1]:
         assert asleep  # files the host had not written for a minute were dormant
@@ -326,11 +330,11 @@ def _unpacked(host, path, entry):
 
 @pytest.mark.parametrize(
     "damage",
-    ["[1, 2]", '{"/x/": {"agent-a.jsonl": [1]}}', "{", "[]", "an entry woken without its rest"],
+    [b"", b"junk", [1, 2], {"index": [], "rests": {}}, {"index": {"/x/": {"a": [1]}}, "rests": {}}],
 )
-def test_a_damaged_dormant_text_is_rebuilt_from_the_ledger(tmp_path, damage):
-    """A call that cannot read the dormant files' texts fails (the hook fails open) and leaves no
-    state: the next call rebuilds it from the ledger, spend and all."""
+def test_a_damaged_dormant_part_is_rebuilt_from_the_ledger(tmp_path, damage):
+    """A call that cannot read the dormant files' part (a file of its own) fails (the hook fails
+    open) and leaves no state: the next call rebuilds it from the ledger, spend and all."""
     session, main, _ = SESSIONS["claude"]
     for path, lines in fixture_lines("claude"):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
@@ -342,20 +346,17 @@ def test_a_damaged_dormant_text_is_rebuilt_from_the_ledger(tmp_path, damage):
     def sync():
         with ledger.Ledger(state_dir, "claude", session) as book:
             hosts.load("claude").sync(book, call)
-            return book.state
+            return book.state, followed_files(book)
 
-    state = sync()
-    spend = state["spend"]
-    assert len(followed_files(state)) == 3 and len(state["files"]) == 1  # both subagents dormant
-    path = ledger.session_paths(state_dir, "claude", session)[1] + ledger.STATE
-    index, rests = state["dormant"][1], "{}"
-    if damage.startswith("an entry"):
-        index = index.replace(":[", ":[1", 1)  # an offset the file does not have: it wakes
-    else:
-        index, rests = damage, state["dormant"][2]
-    state["dormant"] = [0, index, rests]
-    ledger.write_state(path, state)
-    with pytest.raises((TypeError, ValueError, KeyError)):
+    state, followed = sync()
+    assert len(followed) == 3 and len(state["files"]) == 1  # both subagents dormant
+    base = ledger.session_paths(state_dir, "claude", session)[1]
+    part = Path(f"{base}.dormant.{state['parts']['dormant']}")
+    assert sorted(p.name for p in part.parent.iterdir() if ".dormant." in p.name) == [part.name]
+    part.write_bytes(damage if isinstance(damage, bytes) else marshal.dumps(damage))
+    state["swept"] = 0
+    ledger.write_state(base + ledger.STATE, state)
+    with pytest.raises((TypeError, ValueError, KeyError, EOFError)):
         sync()
-    assert not os.path.exists(path)
-    assert sync()["spend"] == spend
+    assert not os.path.exists(base + ledger.STATE)
+    assert sync()[0]["spend"] == state["spend"]

@@ -140,7 +140,7 @@ def test_a_quiet_subagents_folder_is_not_listed_again(tmp_path, monkeypatch):
     def sync():
         with ledger.Ledger(str(tmp_path / "state"), "qwen", session) as book:
             qwen.sync(book, call)
-            return {path: agent(path, entry) for path, entry in followed_files(book.state).items()}
+            return {path: agent(path, entry) for path, entry in followed_files(book).items()}
 
     def agent(path, entry):  # a subagent's entry is packed between calls (hosts._files)
         if isinstance(entry, list):

@@ -335,13 +335,19 @@ def test_old_sessions_pruned_once_a_day(tmp_path):
     ledger.daily_spend(str(state_dir), "2026-11-30", "claude:r", 5)
     folder = state_dir / "sessions" / "claude"
     (folder / "o.1.state.123.tmp").write_text("")  # left by a call killed mid-write
+    (folder / "o.1.dormant.7").write_text("")  # a part of the state in a file of its own
+    (folder / "r.dormant.2").write_text("")  # written long ago, its session in use: kept
     (folder / "o.json").write_text("{}")  # another session (an earlier version's state)
     now = (state_dir / ".pruned").stat().st_mtime + 2 * ledger.PRUNE_EVERY
     aged = now - ledger.PRUNE_AFTER - 60
-    for path in [*folder.glob("o.1.*"), *(state_dir / "daily").glob("2026-10-01.*")]:
+    for path in [
+        *folder.glob("o.1.*"),
+        folder / "r.dormant.2",
+        *(state_dir / "daily").glob("2026-10-01.*"),
+    ]:
         os.utime(path, (aged, aged))
     assert ledger.prune_if_due(str(state_dir), now) == 1
-    kept = {"r.state", "r.ledger", "r.lock"}
+    kept = {"r.state", "r.ledger", "r.lock", "r.dormant.2"}
     assert {p.name for p in folder.iterdir()} == kept | {"o.json"}
     day = {"2026-11-30.json", "2026-11-30.json.lock"}
     assert {p.name for p in (state_dir / "daily").iterdir()} == day

@@ -8,6 +8,7 @@ matter are parsed: a cheap byte test comes before any JSON decoding.
 import time
 
 from .. import fs, jsonio, tail
+from ..ledger import DORMANT
 
 _day_cache = {}
 # A line longer than this is judged first by the type its head names (jsonio.head_types):
@@ -106,20 +107,20 @@ def read_all(book, main, reader, named=None, agent=None):
     changed: a call where it did not needs only off and ino against one stat, and marshal loads
     and writes such a list in a fraction of a dict's time. The main agent's entry stays a dict
     (sessions.refresh and Codex look for it). The dormant files' entries (QUIET_S) are kept
-    apart (state["dormant"], see _sweep).
+    apart (see _sweep).
     """
     state = book.state
     files = state["files"]
     now = time.time()
-    dormant = state.get("dormant")
+    swept = state.get("swept")
     sweep = (
         book.sweep
-        or dormant is None
-        or not 0 <= now - dormant[0] < SWEEP_S
+        or swept is None
+        or not 0 <= now - swept < SWEEP_S
         or (agent not in (None, "main") and not _awake(files, agent, named))
     )
     if sweep:
-        index = _sweep(state, now)
+        dormant = _sweep(book, now)
     paths = [
         path
         for path, entry in files.items()
@@ -162,37 +163,37 @@ def read_all(book, main, reader, named=None, agent=None):
         if entry.__class__ is dict:
             files[path] = _packed(path, entry, named)
     if falling:
-        _fall(state, files, falling, index)
+        _fall(book, falling, dormant)
 
 
-def _sweep(state, now):
+def _sweep(book, now):
     """Look at the dormant files: one that changed, vanished or cannot be read goes back among
-    the others (read_all reads it this call). They are kept as two JSON texts, written again
-    only when a file wakes or falls asleep: state["dormant"] = [when they were last looked at,
-    {folder: {name: [off, ino]}}, {folder: {name: the rest of the packed entry}}], the folder's
-    name ending in its separator. A sweep decodes only the first (the rest of a Gemini CLI or
-    Codex entry is most of its size). The dormant files' offsets and inodes, for _fall."""
-    dormant = state.get("dormant") or [0, "{}", "{}"]
-    index = _mapping(dormant[1])
+    the others (read_all reads it this call). They are a part of the state in a file of its own
+    (Ledger.part), {"index": {folder: {name: [off, ino]}}, "rests": {folder: {name: the rest of
+    the packed entry}}}, the folder's name ending in its separator: a call between sweeps reads
+    none of it, and it is written again only when a file wakes or falls asleep. The dormant
+    files, for _fall."""
+    dormant = book.part(DORMANT) or {"index": {}, "rests": {}}
+    index, rests = _mapping(dormant["index"]), _mapping(dormant["rests"])
     woken = [
         (folder, name)
         for folder, names in index.items()
         for name, (off, ino) in names.items()
         if not _unchanged(folder + name, off, ino)
     ]
+    for folder, name in woken:
+        off, ino = index[folder].pop(name)
+        book.state["files"][folder + name] = [off, ino, rests[folder].pop(name)]
     if woken:
-        rests = _mapping(dormant[2])
-        for folder, name in woken:
-            off, ino = index[folder].pop(name)
-            state["files"][folder + name] = [off, ino, rests[folder].pop(name)]
-        dormant = [now, jsonio.dumps(_pruned(index)), jsonio.dumps(_pruned(rests))]
-    state["dormant"] = [now, dormant[1], dormant[2]]
-    return index
+        book.set_part(DORMANT, {"index": _pruned(index), "rests": _pruned(rests)})
+    book.state["swept"] = now
+    return book.part(DORMANT) or dormant
 
 
-def _fall(state, files, paths, index):
-    """Put the files' packed entries among the dormant ones (the others' are not decoded)."""
-    rests = _mapping(state["dormant"][2])
+def _fall(book, paths, dormant):
+    """Put the files' packed entries among the dormant ones."""
+    files = book.state["files"]
+    index, rests = dormant["index"], dormant["rests"]
     for path in paths:
         entry = files.get(path)
         if entry.__class__ is list:  # not gone
@@ -201,12 +202,11 @@ def _fall(state, files, paths, index):
             folder, name = path[:cut], path[cut:]
             index.setdefault(folder, {})[name] = entry[:2]
             rests.setdefault(folder, {})[name] = entry[2]
-    state["dormant"][1:] = [jsonio.dumps(_pruned(index)), jsonio.dumps(_pruned(rests))]
+    book.set_part(DORMANT, {"index": index, "rests": rests})
 
 
-def _mapping(text):
-    """{folder: {name: value}} from one of the dormant files' texts."""
-    value = jsonio.loads(text)
+def _mapping(value):
+    """{folder: {name: value}} from the dormant files' part."""
     if not (isinstance(value, dict) and all(isinstance(n, dict) for n in value.values())):
         raise TypeError("the state's dormant files are not a mapping of mappings")
     return value
@@ -234,15 +234,16 @@ def followed(book, path):
     """Whether the book follows path. Asked for a path not among the files looked at every
     call (a changed folder's, Codex's calling rollout), it wakes the dormant ones first: read_all
     looks at every file this call."""
-    state = book.state
-    files = state["files"]
+    files = book.state["files"]
     if path not in files:
-        dormant = state.pop("dormant", None)
-        if dormant is not None:
-            rests = _mapping(dormant[2])
-            for folder, names in _mapping(dormant[1]).items():
+        dormant = book.part(DORMANT)
+        if dormant:
+            index, rests = _mapping(dormant["index"]), _mapping(dormant["rests"])
+            for folder, names in index.items():
                 for name, (off, ino) in names.items():
                     files[folder + name] = [off, ino, rests[folder][name]]
+            book.set_part(DORMANT, None)
+        book.state.pop("swept", None)
     return path in files
 
 
