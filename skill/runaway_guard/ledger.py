@@ -360,6 +360,8 @@ class Ledger:
         writing it out at once), before the state that names it; the files they replace, to
         remove once that state is written. A call killed midway leaves a state that names whole
         files; after a power cut a part may be unreadable, and the state is rebuilt."""
+        if not self._changed_parts:
+            return []
         parts = self.state.setdefault("parts", {})
         replaced = []
         for name in self._changed_parts:

@@ -185,9 +185,10 @@ def _sweep(book, now):
         off, ino = index[folder].pop(name)
         book.state["files"][folder + name] = [off, ino, rests[folder].pop(name)]
     if woken:
-        book.set_part(DORMANT, {"index": _pruned(index), "rests": _pruned(rests)})
+        dormant = {"index": _pruned(index), "rests": _pruned(rests)}
+        book.set_part(DORMANT, dormant)
     book.state["swept"] = now
-    return book.part(DORMANT) or dormant
+    return dormant
 
 
 def _fall(book, paths, dormant):
