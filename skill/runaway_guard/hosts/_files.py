@@ -181,13 +181,19 @@ def _sweep(book, now):
         for name, (off, ino) in names.items()
         if not _unchanged(folder + name, off, ino)
     ]
+    if woken:
+        dormant = _wake(book, index, rests, woken)
+    book.state["swept"] = now
+    return dormant
+
+
+def _wake(book, index, rests, woken):
+    """The (folder, name) files back among the others, and the dormant files left."""
     for folder, name in woken:
         off, ino = index[folder].pop(name)
         book.state["files"][folder + name] = [off, ino, rests[folder].pop(name)]
-    if woken:
-        dormant = {"index": _pruned(index), "rests": _pruned(rests)}
-        book.set_part(DORMANT, dormant)
-    book.state["swept"] = now
+    dormant = {"index": _pruned(index), "rests": _pruned(rests)}
+    book.set_part(DORMANT, dormant)
     return dormant
 
 
@@ -199,8 +205,7 @@ def _fall(book, paths, dormant):
         entry = files.get(path)
         if entry.__class__ is list:  # not gone
             del files[path]
-            cut = max(path.rfind("/"), path.rfind(fs.sep)) + 1
-            folder, name = path[:cut], path[cut:]
+            folder, name = _split(path)
             index.setdefault(folder, {})[name] = entry[:2]
             rests.setdefault(folder, {})[name] = entry[2]
     book.set_part(DORMANT, {"index": index, "rests": rests})
@@ -211,6 +216,12 @@ def _mapping(value):
     if not (isinstance(value, dict) and all(isinstance(n, dict) for n in value.values())):
         raise TypeError("the state's dormant files are not a mapping of mappings")
     return value
+
+
+def _split(path):
+    """(folder, name) of a path, the folder ending in its separator."""
+    cut = max(path.rfind("/"), path.rfind(fs.sep)) + 1
+    return path[:cut], path[cut:]
 
 
 def _pruned(mapping):
@@ -232,19 +243,17 @@ def follow(book, path, entry):
 
 
 def followed(book, path):
-    """Whether the book follows path. Asked for a path not among the files looked at every
-    call (a changed folder's, Codex's calling rollout), it wakes the dormant ones first: read_all
-    looks at every file this call."""
+    """Whether the book follows path (a changed folder's file, Codex's calling rollout); a
+    dormant one is woken: read_all looks at it this call."""
     files = book.state["files"]
-    if path not in files:
-        dormant = book.part(DORMANT)
-        if dormant:
-            index, rests = _mapping(dormant["index"]), _mapping(dormant["rests"])
-            for folder, names in index.items():
-                for name, (off, ino) in names.items():
-                    files[folder + name] = [off, ino, rests[folder][name]]
-            book.set_part(DORMANT, None)
-        book.state.pop("swept", None)
+    if path in files:
+        return True
+    dormant = book.part(DORMANT)
+    if dormant:
+        index, rests = _mapping(dormant["index"]), _mapping(dormant["rests"])
+        folder, name = _split(path)
+        if name in index.get(folder, ()):
+            _wake(book, index, rests, [(folder, name)])
     return path in files
 
 
