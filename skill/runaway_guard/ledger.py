@@ -348,7 +348,7 @@ class Ledger:
         return self._parts[name]
 
     def set_part(self, name, value):
-        """value (JSON's kinds of data, or None for none) as the part, written when saved."""
+        """value (JSON's kinds of data) as the part, written when saved."""
         self._parts[name] = value
         self._changed_parts.add(name)
 
@@ -365,18 +365,17 @@ class Ledger:
         parts = self.state.setdefault("parts", {})
         replaced = []
         for name in self._changed_parts:
-            number = parts.pop(name, 0)
+            number = parts.get(name, 0)
             if number:
                 replaced.append(self._part_path(name, number))
-            value = self._parts[name]
-            if value is not None:
-                path = self._part_path(name, number + 1)
-                fd = fs.open(path, fs.O_WRONLY | fs.O_CREAT | fs.O_TRUNC, 0o600)
-                try:
-                    write_all(fd, marshal.dumps(value, MARSHAL_FORMAT))
-                finally:
-                    fs.close(fd)
-                parts[name] = number + 1
+            fd = fs.open(
+                self._part_path(name, number + 1), fs.O_WRONLY | fs.O_CREAT | fs.O_TRUNC, 0o600
+            )
+            try:
+                write_all(fd, marshal.dumps(self._parts[name], MARSHAL_FORMAT))
+            finally:
+                fs.close(fd)
+            parts[name] = number + 1
         self._changed_parts = set()
         return replaced
 
