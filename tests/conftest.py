@@ -18,8 +18,8 @@ def states_hold_json_data(monkeypatch):
     marshal, which would keep a tuple, a set or a number as a key where JSON would not."""
     write = ledger.write_state
 
-    def checked(path, state):
+    def checked(path, state, place=None):
         assert json.loads(json.dumps(state)) == state, "a state holds more than JSON data"
-        write(path, state)
+        write(path, state, place)
 
     monkeypatch.setattr(ledger, "write_state", checked)

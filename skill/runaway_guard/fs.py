@@ -34,6 +34,7 @@ try:
         lseek,
         mkdir,
         open,
+        pwrite,
         read,
         readlink,
         readv,
@@ -78,7 +79,7 @@ except ImportError:  # Windows: os itself (no advisory locks there: see ledger.L
     )
     from os.path import abspath, basename, dirname, exists, expanduser, isdir, isfile, join
 
-    F_TLOCK = lockf = getuid = None
+    F_TLOCK = lockf = getuid = pwrite = None
     O_NONBLOCK = 0
     sep = "\\"
 

@@ -11,7 +11,6 @@ must never be skipped in CI).
 from __future__ import annotations
 
 import json
-import marshal
 import os
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pins
 import pytest
+from runaway_guard import ledger
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -179,7 +179,7 @@ class Person:
         (picodollars) and what blocked it."""
         out = [f"--- hook.log ---\n{self.hook_log()[-3000:]}"]
         for path in sorted(self.state_dir.glob("sessions/*/*.state")):
-            state = marshal.loads(path.read_bytes())
+            state = ledger.read_state(str(path))
             seen = {
                 "hist": {name: agent.get("hist") for name, agent in state["agents"].items()},
                 "spend": state["spend"]["total"],

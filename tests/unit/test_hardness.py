@@ -647,17 +647,17 @@ def test_32_parallel_calls_on_one_session(tmp_path):
     stop = threading.Event()
     torn = []
 
-    def watch():
+    def watch():  # a reader without the lock (status.py) sees each state whole, in order
+        seen = 0
         while not stop.is_set():
             for path in (state / "sessions" / "claude").glob("*.state"):
-                try:
-                    data = path.read_bytes()
-                except FileNotFoundError:
-                    continue
-                try:
-                    marshal.loads(data)
-                except (ValueError, EOFError):
-                    torn.append(data[:100])
+                read = ledger.read_state(str(path))
+                if read is None:
+                    torn.append(path.read_bytes()[:100])  # never removed once written
+                elif read["spend"]["total"] < seen:
+                    torn.append(("spend went back", seen, read["spend"]["total"]))
+                else:
+                    seen = read["spend"]["total"]
 
     watcher = threading.Thread(target=watch)
     watcher.start()
@@ -793,7 +793,7 @@ def test_codex_rewrites_through_the_hook_command(tmp_path, name):
 
 
 def corrupt_states(state_file):
-    state = marshal.loads(state_file.read_bytes())
+    state = ledger.read_state(str(state_file))
     old = dict(state, v=0)
     old.pop("recent")
     wrong_types = dict(state, files=[], agents={"main": "x"})

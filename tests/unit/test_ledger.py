@@ -202,7 +202,15 @@ def test_replaced_file_and_deleted_subagent_keep_what_was_counted(tmp_path):
 
 @pytest.mark.parametrize(
     "damage",
-    [b"{not marshal", marshal.dumps([]), marshal.dumps({"v": 1}), marshal.dumps({"v": 999})],
+    [
+        b"{not marshal",
+        marshal.dumps([]),
+        marshal.dumps({"v": 1}),
+        marshal.dumps({"v": 999}),
+        ledger.SLOTS,  # slots, and neither whole
+        ledger.SLOTS + bytes(4096),
+        ledger.SLOTS + (20).to_bytes(4, "little") + b"\x01" * 60,
+    ],
 )
 def test_corrupt_state_is_rebuilt_from_the_ledger(tmp_path, damage):
     files = claude_session(tmp_path / "proj")
@@ -211,6 +219,30 @@ def test_corrupt_state_is_rebuilt_from_the_ledger(tmp_path, damage):
     state_file = next((tmp_path / "state" / "sessions" / "claude").glob("*.state"))
     state_file.write_bytes(damage)
     assert sync_once(tmp_path / "state", "claude", call) == before
+
+
+def test_an_earlier_or_torn_state_keeps_the_persons_cap(tmp_path):
+    """What only the state holds (a raised cap) survives an upgrade from a state of one marshal
+    value, and a call killed while it writes its slot: the state before it is read."""
+    from test_state_slots import write_torn
+
+    files = claude_session(tmp_path / "proj")
+    call = FakeCall("claude", "s1", files[0])
+    before = sync_once(tmp_path / "state", "claude", call)
+    with ledger.Ledger(str(tmp_path / "state"), "claude", "s1") as book:
+        book.state["cap_usd"] = 7.5
+    with open(book.state_path, "wb") as handle:  # as an earlier version wrote it
+        handle.write(marshal.dumps(book.state, ledger.MARSHAL_FORMAT))
+    assert sync_once(tmp_path / "state", "claude", call) == before
+    with open(book.state_path, "rb") as handle:
+        assert handle.read(4) == ledger.SLOTS
+    inode = os.stat(book.state_path).st_ino
+    assert sync_once(tmp_path / "state", "claude", call) == before
+    assert os.stat(book.state_path).st_ino == inode  # written in place
+    state, place = ledger.read_slots(book.state_path)
+    write_torn(book.state_path, dict(state, cap_usd=None), place, {0, 2})
+    assert sync_once(tmp_path / "state", "claude", call) == before
+    assert ledger.read_state(book.state_path)["cap_usd"] == 7.5
 
 
 def test_an_earlier_versions_json_state_is_read_once_and_replaced(tmp_path):
@@ -292,7 +324,9 @@ def test_state_stays_small_and_keeps_each_agents_last_response(tmp_path):
     after = sync_once(tmp_path / "state", "claude", call)["total"]
     assert after == before
     state_file = next((tmp_path / "state" / "sessions" / "claude").glob("*.state"))
-    assert state_file.stat().st_size < 16 << 10
+    state = ledger.read_state(str(state_file))
+    assert len(marshal.dumps(state, ledger.MARSHAL_FORMAT)) < 16 << 10
+    assert state_file.stat().st_size < 3 * (16 << 10)  # two slots, half as large again
     # An hour after an agent last booked a response, its last one is done: not kept for it.
     with ledger.Ledger(str(tmp_path / "state"), "claude", "s1") as book:
         active = book.state["active"]

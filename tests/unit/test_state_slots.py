@@ -1,0 +1,109 @@
+"""The state file's two slots: a write is whole or absent, for a crash, a power cut or a reader."""
+
+import marshal
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from runaway_guard import fs, ledger
+
+BLOCK = 512  # a disk's smallest write: what a power cut can leave of a page
+
+states = st.dictionaries(
+    st.sampled_from(["spend", "files", "cap_usd", "agents", "recent"]),
+    st.one_of(
+        st.integers(-(2**40), 2**40),
+        st.text(max_size=3000),
+        st.lists(st.integers(0, 2**20), max_size=600),
+    ),
+    min_size=1,
+)
+
+
+def write_torn(path, state, place, blocks):
+    """write_state killed midway: of what it writes in place, only the blocks named land."""
+
+    def torn(fd, data, offset):
+        data = bytes(data)
+        for start in range(0, len(data), BLOCK):
+            if start // BLOCK in blocks:
+                os.pwrite(fd, data[start : start + BLOCK], offset + start)
+        raise KeyboardInterrupt  # the process dies here
+
+    real, fs.pwrite = fs.pwrite, torn
+    try:
+        ledger.write_state(path, state, place)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        fs.pwrite = real
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    written=st.lists(states, min_size=1, max_size=6),
+    new=states,
+    blocks=st.sets(st.integers(0, 24)),
+)
+def test_a_torn_write_leaves_the_state_before_it(tmp_path_factory, written, new, blocks):
+    path = str(tmp_path_factory.mktemp("slots") / "s.state")
+    written = [dict(state, n=n) for n, state in enumerate(written)]
+    place = None
+    for state in written:
+        ledger.write_state(path, state, place)
+        read, place = ledger.read_slots(path)
+        assert read == state
+    new["n"] = -1
+    length = ledger.SLOT_HEAD + len(marshal.dumps(new, ledger.MARSHAL_FORMAT))
+    whole = length > place[0] or set(range(-(-length // BLOCK))) <= blocks  # a rename is whole
+    write_torn(path, new, place, blocks)
+    read, torn_place = ledger.read_slots(path)
+    assert read == (new if whole else written[-1])  # never a state mixed of two writes
+    # the next call writes over the torn slot, never over the state it read
+    ledger.write_state(path, {"after": 1}, torn_place)
+    read, again = ledger.read_slots(path)
+    assert read == {"after": 1}
+    write_torn(path, {"lost": 1}, again, set())
+    assert ledger.read_state(path) == {"after": 1}
+
+
+def test_slots_grow_by_a_new_file_and_are_then_written_in_place(tmp_path):
+    path = str(tmp_path / "s.state")
+    ledger.write_state(path, {"n": "x" * 100})
+    inode = os.stat(path).st_ino
+    for n in range(5):
+        ledger.write_state(path, {"n": "y" * (100 + n)}, ledger.read_slots(path)[1])
+        assert ledger.read_state(path) == {"n": "y" * (100 + n)}
+    assert os.stat(path).st_ino == inode  # in place: no rename
+    ledger.write_state(path, {"n": "z" * 20000}, ledger.read_slots(path)[1])
+    assert os.stat(path).st_ino != inode  # grown past its slot: a new file
+    state, (size, _, _) = ledger.read_slots(path)
+    assert state == {"n": "z" * 20000}
+    assert size >= 20000 * 3 // 2 and size % ledger.PAGE == 0
+    ledger.write_state(path, {"n": "z"}, ledger.read_slots(path)[1])
+    assert os.path.getsize(path) <= 8 + 2 * size
+
+
+def test_an_earlier_version_cannot_misread_slots(tmp_path):
+    """Versions before the slots read the state as one marshal value: they fail on the file
+    and rebuild the state from the ledger, never taking a slot one write old for the state."""
+    path = str(tmp_path / "s.state")
+    ledger.write_state(path, {"v": 1, "spend": 3})
+    with open(path, "rb") as handle, pytest.raises(ValueError):
+        marshal.loads(handle.read())
+
+
+def test_a_reader_without_the_lock_reads_again_after_meeting_two_writes(tmp_path, monkeypatch):
+    path = str(tmp_path / "s.state")
+    ledger.write_state(path, {"n": 1})
+    read_slots, reads = ledger.read_slots, []
+
+    def met_two_writes(path):  # both slots were being written while it read
+        reads.append(path)
+        return (None, (0, 1, 0)) if len(reads) == 1 else read_slots(path)
+
+    monkeypatch.setattr(ledger, "read_slots", met_two_writes)
+    assert ledger.read_state(path) == {"n": 1} and len(reads) == 2
+    monkeypatch.setattr(ledger, "read_slots", lambda path: reads.append(path) or (None, None))
+    assert ledger.read_state(str(tmp_path / "missing.state")) is None and len(reads) == 3
