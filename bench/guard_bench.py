@@ -199,6 +199,19 @@ def guard_env(work, info):
     return env
 
 
+def state_bytes(paths):
+    """What the calls read and write of the state files: each state itself (a file in slots
+    holds two, runaway_guard/ledger.py), and the files' own size."""
+    import marshal
+
+    from runaway_guard import ledger  # the measured skill's (registered_hosts)
+
+    paths = [path for path in paths if path.endswith(STATE_SUFFIXES)]
+    states = [ledger.read_state(path) for path in paths]
+    own = sum(len(marshal.dumps(state, 4)) for state in states if state is not None)
+    return own, sum(os.path.getsize(path) for path in paths)
+
+
 def state_files(work):
     found = []
     for folder, _, names in os.walk(os.path.join(work, "state", "sessions")):
@@ -398,7 +411,7 @@ def measure(ctx, host, size_mb, subagents, full=True):
         row["late"] = statistics.median(late)
     series.close()
     files = state_files(work)
-    row["state"] = sum(os.path.getsize(p) for p in files if p.endswith(STATE_SUFFIXES))
+    row["state"], row["state file"] = state_bytes(files)
     row["ledger"] = sum(os.path.getsize(p) for p in files if p.endswith(".ledger"))
     undo_appends(info)
     return row
@@ -580,7 +593,7 @@ def report(ctx, rows, flats, prune, missing):
             sizes = ", ".join(f"{size} MB {ratio:.2f}" for size, ratio in by_size)
             files = ", ".join(f"{count} files {ratio:.2f}" for count, ratio in by_files)
             if state:
-                files += f" (state {state / 1024:.0f} KB)"
+                files += f" (state {state[0] / 1024:.0f} KB, file {state[1] / 1024:.0f} KB)"
             spread = [ratio for _, ratio in by_size + by_files]
             ok = max(spread) <= STEADY_RATIO
             failures += not ok
@@ -700,7 +713,7 @@ def breakdown(ctx, hosts_to_run):
                 imports[parts[2]] = int(parts[0])
         undo_appends(info)
         files = state_files(work)
-        state = sum(os.path.getsize(p) for p in files if p.endswith(STATE_SUFFIXES))
+        state, state_file = state_bytes(files)
         print()
         print(f"{host}: floor `python -I -S -c pass` {fmt_time(statistics.median(floors))}")
         for phase in PHASE_ORDER:
@@ -708,7 +721,7 @@ def breakdown(ctx, hosts_to_run):
             print(f"  {phase:<22} {statistics.median(values) * 1000:6.2f} ms")
         stats = statistics.median(row.get("stat calls", 0) for row in rows)
         print(f"  stat calls: {stats:.0f} for {len(info['files'])} session files")
-        print(f"  state file: {state / 1024:.1f} KB")
+        print(f"  state: {state / 1024:.1f} KB, in a file of {state_file / 1024:.1f} KB")
         own = sorted(imports.items(), key=lambda item: -item[1])
         total = sum(imports.values())
         print(
@@ -792,7 +805,7 @@ def main():
                     ratio = dict(by_size).get(100) if count == SUBAGENTS else None
                     if ratio is None:
                         row = measure(ctx, host, 100, count, full=False)
-                        ratio, state = row["ratio"], row["state"]
+                        ratio, state = row["ratio"], (row["state"], row["state file"])
                     by_files.append((count, ratio))
             flats.append((host, sorted(by_size), by_files, state))
     prune = measure_prune(ctx, hosts_to_run[0]) if hosts_to_run and not args.quick else None
