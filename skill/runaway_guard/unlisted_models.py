@@ -15,7 +15,8 @@ _regexes = None
 
 
 def _patterns():
-    """Compiled on first use, for ids not in the table as written: `re` costs every hook ~12 ms."""
+    """Compiled on first use, for ids not in the table as written: `re` and these patterns cost
+    a call 27M instructions, as much as the interpreter's own start."""
     global _regexes
     if _regexes is None:
         import re

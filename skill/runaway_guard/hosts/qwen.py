@@ -130,7 +130,7 @@ def price(model, input_tokens, cached, output_tokens):
     output includes reasoning. Claude models (Qwen's Anthropic provider) count cache writes
     inside input with nothing to tell them apart: they are priced as plain input."""
     cached = min(cached, input_tokens)
-    # not normalize_model: its `re` costs every hook ~12 ms
+    # not normalize_model: `re` and its patterns cost a call as much as the interpreter's start
     price = pricing.token_pricer(model, "claude" in model.lower())
     return price(input_tokens, cached, 0, output_tokens)
 
