@@ -32,6 +32,7 @@ MARSHAL_FORMAT = 4
 # slot fails its seal. SLOTS is no marshal type code: an earlier version rebuilds the state.
 SLOTS = b"RGs2"
 SLOT_HEAD = 20
+OLDER = b"s"  # a lock file holding it: this session's state was written in slots (Ledger._load)
 PAGE = 4096
 DORMANT = "dormant"  # a part (Ledger.part): the dormant subagent files' entries (hosts/_files.py)
 PARTS = (DORMANT,)
@@ -277,6 +278,7 @@ class Ledger:
         self._parts = {}  # the parts (see part()) read or set this call
         self._changed_parts = set()
         self._place = None  # where the state was read (read_slots), so the next slot is known
+        self._older = False  # an earlier version shares the session: write what it reads
 
     def __enter__(self):
         private_dir(self.state_dir)
@@ -308,6 +310,10 @@ class Ledger:
 
     def _load(self):
         state, self._place = read_slots(self.state_path)
+        # One marshal value where this version wrote slots (it marks the lock file: OLDER): an
+        # earlier version installed beside it (user and project scope) replaced them, and would
+        # rebuild the state from the ledger on each of its calls if they came back.
+        self._older = state is not None and self._place is None and fs.fstat(self.lock.fd).st_size
         if state is None and fs.exists(self.legacy_path):
             self._legacy = True  # an earlier version's: read once, then replaced
             state = read_json(self.legacy_path)
@@ -390,7 +396,12 @@ class Ledger:
             self._trim_recent()
         self._park()
         replaced = self._write_parts()
-        write_state(self.state_path, state, self._place)
+        if self._older:
+            write_atomic(self.state_path, marshal.dumps(state, MARSHAL_FORMAT))
+        else:
+            write_state(self.state_path, state, self._place)
+            if self._place is None and fs.pwrite is not None:  # slots written anew
+                fs.pwrite(self.lock.fd, OLDER, 0)
         for path in replaced:
             try:
                 fs.remove(path)

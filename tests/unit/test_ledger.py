@@ -233,6 +233,7 @@ def test_an_earlier_or_torn_state_keeps_the_persons_cap(tmp_path):
         book.state["cap_usd"] = 7.5
     with open(book.state_path, "wb") as handle:  # as an earlier version wrote it
         handle.write(marshal.dumps(book.state, ledger.MARSHAL_FORMAT))
+    open(book.lock.path, "wb").close()  # which never wrote in its lock file
     assert sync_once(tmp_path / "state", "claude", call) == before
     with open(book.state_path, "rb") as handle:
         assert handle.read(4) == ledger.SLOTS
@@ -243,6 +244,29 @@ def test_an_earlier_or_torn_state_keeps_the_persons_cap(tmp_path):
     write_torn(book.state_path, dict(state, cap_usd=None), place, {0, 2})
     assert sync_once(tmp_path / "state", "claude", call) == before
     assert ledger.read_state(book.state_path)["cap_usd"] == 7.5
+
+
+def test_an_earlier_version_beside_this_one_is_given_a_state_it_reads(tmp_path):
+    """Two installs of different versions on one session (user and project scope): the earlier
+    one reads the state as one marshal value and rebuilds from the ledger, with a full read of
+    every file, whatever it cannot read. Once it has replaced the slots, this version writes one
+    marshal value too, for the session; an upgrade, whose lock file is empty, goes to slots."""
+    files = claude_session(tmp_path / "proj")
+    call = FakeCall("claude", "s1", files[0])
+    before = sync_once(tmp_path / "state", "claude", call)
+    book = ledger.Ledger(str(tmp_path / "state"), "claude", "s1")
+    with open(book.state_path, "rb") as handle, pytest.raises(ValueError):
+        marshal.loads(handle.read())  # the earlier version cannot read slots: it rebuilds
+    state = ledger.read_state(book.state_path)
+    with open(book.state_path, "wb") as handle:  # and writes what it rebuilt
+        handle.write(marshal.dumps(dict(state, cap_usd=7.5), ledger.MARSHAL_FORMAT))
+    for _ in range(2):
+        assert sync_once(tmp_path / "state", "claude", call) == before
+        with open(book.state_path, "rb") as handle:
+            assert marshal.loads(handle.read())["cap_usd"] == 7.5  # what it reads, whole
+    open(book.lock.path, "wb").close()  # an upgrade: the earlier version's lock file
+    assert sync_once(tmp_path / "state", "claude", call) == before
+    assert ledger.read_slots(book.state_path)[1] is not None
 
 
 def test_an_earlier_versions_json_state_is_read_once_and_replaced(tmp_path):
