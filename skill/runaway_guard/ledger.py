@@ -32,7 +32,7 @@ MARSHAL_FORMAT = 4
 # slot fails its seal. SLOTS is no marshal type code: an earlier version rebuilds the state.
 SLOTS = b"RGs2"
 SLOT_HEAD = 20
-OLDER = b"s"  # a lock file holding it: this session's state was written in slots (Ledger._load)
+SLOTS_WRITTEN = b"s"  # in a session's lock file: its state was written in slots (Ledger._load)
 PAGE = 4096
 DORMANT = "dormant"  # a part (Ledger.part): the dormant subagent files' entries (hosts/_files.py)
 PARTS = (DORMANT,)
@@ -310,7 +310,7 @@ class Ledger:
 
     def _load(self):
         state, self._place = read_slots(self.state_path)
-        # One marshal value where this version wrote slots (it marks the lock file: OLDER): an
+        # One marshal value where this version wrote slots (SLOTS_WRITTEN in the lock file): an
         # earlier version installed beside it (user and project scope) replaced them, and would
         # rebuild the state from the ledger on each of its calls if they came back.
         self._older = state is not None and self._place is None and fs.fstat(self.lock.fd).st_size
@@ -401,7 +401,7 @@ class Ledger:
         else:
             write_state(self.state_path, state, self._place)
             if self._place is None and fs.pwrite is not None:  # slots written anew
-                fs.pwrite(self.lock.fd, OLDER, 0)
+                fs.pwrite(self.lock.fd, SLOTS_WRITTEN, 0)
         for path in replaced:
             try:
                 fs.remove(path)
