@@ -34,7 +34,6 @@ try:
         lseek,
         mkdir,
         open,
-        pwrite,
         read,
         readlink,
         readv,
@@ -79,7 +78,7 @@ except ImportError:  # Windows: os itself (no advisory locks there: see ledger.L
     )
     from os.path import abspath, basename, dirname, exists, expanduser, isdir, isfile, join
 
-    F_TLOCK = lockf = getuid = pwrite = None
+    F_TLOCK = lockf = getuid = None
     O_NONBLOCK = 0
     sep = "\\"
 

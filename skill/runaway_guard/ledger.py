@@ -167,13 +167,11 @@ def write_state(path, state, place=None):
     slot, number = 1 - slot, number + 1
     head = number.to_bytes(8, "little") + len(data).to_bytes(4, "little")
     data = head + _seal(data) + data
-    if len(data) <= size and fs.pwrite is not None:
+    if len(data) <= size and fs.lockf is not None:  # in place only where the lock holds writers
         fd = fs.open(path, fs.O_WRONLY)
         try:
-            view, offset = memoryview(data), 8 + slot * size
-            while view:  # a short write happens as a disk fills up
-                written = fs.pwrite(fd, view, offset)
-                view, offset = view[written:], offset + written
+            fs.lseek(fd, 8 + slot * size, fs.SEEK_SET)
+            write_all(fd, data)
         finally:
             fs.close(fd)
     else:
@@ -400,8 +398,8 @@ class Ledger:
             write_atomic(self.state_path, marshal.dumps(state, MARSHAL_FORMAT))
         else:
             write_state(self.state_path, state, self._place)
-            if self._place is None and fs.pwrite is not None:  # slots written anew
-                fs.pwrite(self.lock.fd, SLOTS_WRITTEN, 0)
+            if self._place is None and fs.lockf is not None:  # slots written anew
+                fs.write(self.lock.fd, SLOTS_WRITTEN)  # at its start: the file was just opened
         for path in replaced:
             try:
                 fs.remove(path)

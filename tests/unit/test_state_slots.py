@@ -6,7 +6,7 @@ import os
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from runaway_guard import fs, ledger
+from runaway_guard import ledger
 
 BLOCK = 512  # a disk's smallest write: what a power cut can leave of a page
 
@@ -22,22 +22,22 @@ states = st.dictionaries(
 
 
 def write_torn(path, state, place, blocks):
-    """write_state killed midway: of what it writes in place, only the blocks named land."""
+    """write_state killed before it returns: of what it writes, only the blocks named land."""
 
-    def torn(fd, data, offset):
-        data = bytes(data)
+    def torn(fd, data):
+        offset = os.lseek(fd, 0, os.SEEK_CUR)
         for start in range(0, len(data), BLOCK):
             if start // BLOCK in blocks:
                 os.pwrite(fd, data[start : start + BLOCK], offset + start)
         raise KeyboardInterrupt  # the process dies here
 
-    real, fs.pwrite = fs.pwrite, torn
+    real, ledger.write_all = ledger.write_all, torn
     try:
         ledger.write_state(path, state, place)
     except KeyboardInterrupt:
         pass
     finally:
-        fs.pwrite = real
+        ledger.write_all = real
 
 
 @settings(max_examples=300, deadline=None)
@@ -56,7 +56,8 @@ def test_a_torn_write_leaves_the_state_before_it(tmp_path_factory, written, new,
         assert read == state
     new["n"] = -1
     length = ledger.SLOT_HEAD + len(marshal.dumps(new, ledger.MARSHAL_FORMAT))
-    whole = length > place[0] or set(range(-(-length // BLOCK))) <= blocks  # a rename is whole
+    # in place, every block landed; a new file (a rename) is never renamed unfinished
+    whole = length <= place[0] and set(range(-(-length // BLOCK))) <= blocks
     write_torn(path, new, place, blocks)
     read, torn_place = ledger.read_slots(path)
     assert read == (new if whole else written[-1])  # never a state mixed of two writes
