@@ -18,8 +18,8 @@ def states_hold_json_data(monkeypatch):
     marshal, which would keep a tuple, a set or a number as a key where JSON would not."""
     write = ledger.write_state
 
-    def checked(path, state, place=None):
+    def checked(path, state, *where):
         assert json.loads(json.dumps(state)) == state, "a state holds more than JSON data"
-        write(path, state, place)
+        write(path, state, *where)
 
     monkeypatch.setattr(ledger, "write_state", checked)

@@ -159,10 +159,14 @@ def _seal(data):
     return hash(int.from_bytes(data, "little")).to_bytes(8, "little")
 
 
-def write_state(path, state, place=None):
+def write_state(path, state, place=None, plain=False):
     """Write state into the slot after place (read_slots'), in place when it fits; else into a
-    new file in slots (a rename) half as large again as it needs."""
+    new file in slots (a rename) half as large again as it needs. plain: as one marshal value
+    (a rename), for an earlier version beside this one (Ledger._load)."""
     data = marshal.dumps(state, MARSHAL_FORMAT)
+    if plain:
+        write_atomic(path, data)
+        return
     size, slot, number = place or (0, 1, 0)
     slot, number = 1 - slot, number + 1
     head = number.to_bytes(8, "little") + len(data).to_bytes(4, "little")
@@ -394,12 +398,9 @@ class Ledger:
             self._trim_recent()
         self._park()
         replaced = self._write_parts()
-        if self._older:
-            write_atomic(self.state_path, marshal.dumps(state, MARSHAL_FORMAT))
-        else:
-            write_state(self.state_path, state, self._place)
-            if self._place is None and fs.lockf is not None:  # slots written anew
-                fs.write(self.lock.fd, SLOTS_WRITTEN)  # at its start: the file was just opened
+        write_state(self.state_path, state, self._place, self._older)
+        if self._place is None and fs.lockf is not None and not self._older:  # slots written anew
+            fs.write(self.lock.fd, SLOTS_WRITTEN)  # at its start: the file was just opened
         for path in replaced:
             try:
                 fs.remove(path)
