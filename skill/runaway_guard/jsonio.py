@@ -42,10 +42,19 @@ if _json is not None:
             end = -1
         if end != len(text):
             # Only invalid input pays for `json`: it gives the precise error, as a ValueError.
-            import json
-
-            return json.loads(text)
+            return _precise(text)
         return value
+
+    def _precise(text):
+        """json.loads' verdict on text the scanner did not take whole: its value, or its error
+        as a ValueError. Nesting deeper than the interpreter's recursion limit (a line anyone
+        can write) is input too, not the guard's own error."""
+        import json
+
+        try:
+            return json.loads(text)
+        except RecursionError:
+            raise ValueError("JSON nested too deep to read") from None
 
     def _default(value):
         raise TypeError(f"not JSON serialisable: {type(value).__name__}")
@@ -81,10 +90,16 @@ else:  # pragma: no cover
     import json as _std
 
     def value_at(text, pos):
-        return _std.JSONDecoder().raw_decode(text, pos)
+        try:
+            return _std.JSONDecoder().raw_decode(text, pos)
+        except RecursionError:
+            raise ValueError(f"no JSON value at {pos}: nested too deep") from None
 
     def loads(text):
-        return _std.loads(text)
+        try:
+            return _std.loads(text)
+        except RecursionError:
+            raise ValueError("JSON nested too deep to read") from None
 
     def dumps(value, sort_keys=False):
         return _std.dumps(

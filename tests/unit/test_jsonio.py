@@ -195,3 +195,43 @@ def test_string_end_finds_where_a_json_string_ends(text, ascii_only):
     assert jsonio.value_at(line, 5) == (text, 5 + len(quoted))
     with pytest.raises(ValueError):
         jsonio.string_end(quoted[:-1], 0)
+
+
+DEEP = [
+    "[" * 100_000,
+    "[" * 5_000 + "]" * 5_000,
+    '{"a":' * 5_000 + "1" + "}" * 5_000,
+    '{"ok":1,"input":' + "[" * 3_000 + "]" * 3_000 + "}",
+]
+
+
+def _jsonio_without_accelerator():
+    """jsonio as it loads where `_json` is missing (its pure `json` code path)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("jsonio_plain", jsonio.__file__)
+    module = importlib.util.module_from_spec(spec)
+    saved = sys.modules.get("_json")
+    sys.modules["_json"] = None  # `import _json` raises ImportError
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        if saved is None:
+            del sys.modules["_json"]
+        else:
+            sys.modules["_json"] = saved
+    assert module._json is None
+    return module
+
+
+@pytest.mark.parametrize("reader", ["accelerated", "plain"])
+@pytest.mark.parametrize("text", DEEP, ids=["open", "arrays", "objects", "inside"])
+def test_nesting_deeper_than_recursion_is_a_value_error(reader, text):
+    """A line nested past the interpreter's recursion limit is bad input (ValueError), never a
+    RecursionError that would fail the guard open, in both code paths and for str and bytes."""
+    module = jsonio if reader == "accelerated" else _jsonio_without_accelerator()
+    for data in (text, text.encode()):
+        with pytest.raises(ValueError):
+            module.loads(data)
+    with pytest.raises(ValueError):
+        module.value_at(text, 0)
