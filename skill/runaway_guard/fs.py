@@ -16,6 +16,7 @@ try:
         O_APPEND,
         O_CREAT,
         O_EXCL,
+        O_NOFOLLOW,
         O_NONBLOCK,
         O_RDONLY,
         O_RDWR,
@@ -24,6 +25,7 @@ try:
         _exit,
         close,
         fstat,
+        ftruncate,
         getcwd,
         getpid,
         getppid,
@@ -58,6 +60,7 @@ except ImportError:  # Windows: os itself (no advisory locks there: see ledger.L
         close,
         environ,
         fstat,
+        ftruncate,
         getcwd,
         getpid,
         getppid,
@@ -79,7 +82,7 @@ except ImportError:  # Windows: os itself (no advisory locks there: see ledger.L
     from os.path import abspath, basename, dirname, exists, expanduser, isdir, isfile, join
 
     F_TLOCK = lockf = getuid = None
-    O_NONBLOCK = 0
+    O_NONBLOCK = O_NOFOLLOW = 0
     sep = "\\"
 
     def makedirs(path, mode=0o777):
@@ -170,6 +173,10 @@ else:
                 raise
             makedirs(parent)
             makedirs(path, mode)
+
+
+# Every file the guard creates: a link planted where one of its files goes is not followed.
+O_CREAT_NOFOLLOW = O_CREAT | O_NOFOLLOW
 
 
 def getsize(path):

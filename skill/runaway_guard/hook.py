@@ -44,6 +44,11 @@ def main():
     fs._exit(0)
 
 
+class UnreadableInput(ValueError):
+    """A payload that is no hook call: too large, not JSON, not an object. Input, not a bug of
+    the guard's: logged as `ignored`, and answered as the host lets a call through."""
+
+
 def respond(read):
     """(the answer line for the payload read() gives, or '', whether it was worked out).
     Whatever happens it is nothing or one valid answer; the guard's own errors go to hook.log
@@ -56,8 +61,8 @@ def respond(read):
         answer = ""
         try:
             answer = neutral(data, fs.environ)  # Cursor blocks a call left unanswered
-            state_dir = config.load(None).state_dir
-            _log(state_dir, "fail-open", f"{type(error).__name__}: {error}")
+            kind = "ignored" if isinstance(error, UnreadableInput) else "fail-open"
+            _log(config.load(None).state_dir, kind, f"{type(error).__name__}: {error}")
         except BaseException:
             pass
         return answer, False
@@ -74,10 +79,13 @@ def run(data, environ):
     """The answer line for one hook payload (bytes), or ''. May raise: the caller fails open."""
     del _after[:]
     if len(data) > MAX_INPUT:
-        raise ValueError(f"hook input of {len(data)} bytes is too large to be a tool call")
-    payload = jsonio.loads(data)
+        raise UnreadableInput(f"hook input over {MAX_INPUT} bytes is too large to judge")
+    try:
+        payload = jsonio.loads(data)
+    except ValueError as error:  # UnicodeDecodeError too
+        raise UnreadableInput(f"hook input is not JSON ({error})") from None
     if not isinstance(payload, dict):
-        raise ValueError("hook input is not a JSON object")
+        raise UnreadableInput("hook input is not a JSON object")
     host = hosts.load(hosts.detect(payload, environ))
     call = host.call(payload)
     if call is None or not call.session_id:
@@ -86,11 +94,14 @@ def run(data, environ):
     if settings.off:
         return host.render(None)
     end_run = getattr(host, "end_run", None) if settings.interrupt else None
-    with ledger.Ledger(settings.state_dir, call.host, call.session_id) as book:
+    book = ledger.Ledger(settings.state_dir, call.host, call.session_id, unsaved_ok=True)
+    with book:
         decision = _decide(book, call, settings, host)
         answer = host.render(decision)
         if end_run and decision and decision["kind"] == STOP and _first_stop(book.state):
             _after.append((end_run, call, environ, settings.state_dir))
+    if book.unsaved is not None:  # decided all the same: a refusal is given
+        _log(settings.state_dir, "unsaved", f"{call.host} {call.session_id}: {book.unsaved}")
     return answer
 
 
@@ -121,7 +132,13 @@ def neutral(data, environ):
     """The answer that lets a call through unchanged, for when the guard failed: '' for most
     hosts, an explicit allow for one that blocks a call its hook leaves unanswered (Cursor)."""
     try:
-        payload = jsonio.loads(data)
+        try:
+            payload = jsonio.loads(data)
+        except ValueError:  # only its bytes tell who sent it; Cursor names itself in them
+            found = b'"cursor_version"' in data or b'"conversation_id"' in data
+            payload = {"cursor_version": ""} if found else {}
+        if not isinstance(payload, dict):
+            payload = {}
         host = hosts.load(hosts.detect(payload, environ))
         try:
             host.call(payload)  # a host may answer differently per event
@@ -291,9 +308,14 @@ def _daily_spend(state, call, settings):
         or today not in written
         or not 0 <= now - written.get("at", 0) < DAY_FILE_EVERY_S
     ):
-        state["daily_written"] = {today: mine, "at": now}
         key = f"{call.host}:{call.session_id}"
-        return ledger.daily_spend(settings.state_dir, today, key, mine)
+        try:
+            daily = ledger.daily_spend(settings.state_dir, today, key, mine)
+        except (OSError, TimeoutError) as error:  # judged all the same; written next call
+            _log(settings.state_dir, "unsaved", f"the day file: {error}")
+            return ledger.daily_spend(settings.state_dir, today, key, mine, write=False)
+        state["daily_written"] = {today: mine, "at": now}
+        return daily
     if settings.daily_usd > 0:
         return ledger.daily_spend(settings.state_dir, today)
     return mine

@@ -54,8 +54,23 @@ HIST = 24  # the finished calls an agent's wires keep (their loops' window)
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
 
+class UnsafeFolder(Exception):
+    """A state folder someone else could plant or swap files in: the guard keeps nothing there
+    and fails open, saying so in hook.log (not an OSError: Ledger does not judge from it)."""
+
+
 def private_dir(path):
+    """path, a folder of this user's that no one else can write to (made 0700 if missing)."""
     fs.makedirs(path, 0o700)
+    if fs.getuid is not None:  # Windows: no owners or modes to check
+        found = fs.stat(path)
+        if found.st_uid != fs.getuid() or found.st_mode & 0o022:
+            raise UnsafeFolder(
+                f"{path} belongs to user {found.st_uid} with mode {found.st_mode & 0o777:o}: "
+                "another user could write the guard's state there, so the guard keeps none and "
+                f"lets calls through. Make it yours alone (chmod 700 {path}; chown it to you), "
+                "or set RUNAWAY_GUARD_STATE_DIR to a folder of your own"
+            )
     return path
 
 
@@ -72,7 +87,7 @@ def safe_name(text):
 def write_atomic(path, data):
     """Replace path with data in one step, so readers never see a torn file."""
     temp = f"{path}.{fs.getpid()}.tmp"
-    fd = fs.open(temp, fs.O_WRONLY | fs.O_CREAT | fs.O_TRUNC, 0o600)
+    fd = fs.open(temp, fs.O_WRONLY | fs.O_CREAT_NOFOLLOW | fs.O_TRUNC, 0o600)
     try:
         try:
             write_all(fd, data)
@@ -85,6 +100,29 @@ def write_atomic(path, data):
         except OSError:
             pass
         raise
+
+
+def append_lines(path, data):
+    """Append data (whole lines) to path. A line an earlier append left cut short (a full disk)
+    is ended first, so that the two never merge into one unreadable line; an append that fails
+    is cut back off, as far as the disk lets it."""
+    fd = fs.open(path, fs.O_RDWR | fs.O_CREAT_NOFOLLOW | fs.O_APPEND, 0o600)
+    try:
+        size = fs.fstat(fd).st_size
+        if size:
+            fs.lseek(fd, size - 1, fs.SEEK_SET)  # O_APPEND: the write goes to the end all the same
+            if fs.read(fd, 1) != b"\n":
+                data = b"\n" + data
+        try:
+            write_all(fd, data)
+        except OSError:
+            try:
+                fs.ftruncate(fd, size)
+            except OSError:
+                pass
+            raise
+    finally:
+        fs.close(fd)
 
 
 def write_all(fd, data):
@@ -172,7 +210,7 @@ def write_state(path, state, place=None, plain=False):
     head = number.to_bytes(8, "little") + len(data).to_bytes(4, "little")
     data = head + _seal(data) + data
     if len(data) <= size and fs.lockf is not None:  # in place only where the lock holds writers
-        fd = fs.open(path, fs.O_WRONLY)
+        fd = fs.open(path, fs.O_WRONLY | fs.O_NOFOLLOW)
         try:
             fs.lseek(fd, 8 + slot * size, fs.SEEK_SET)
             write_all(fd, data)
@@ -206,7 +244,7 @@ class Lock:
         self.fd = None
 
     def __enter__(self):
-        self.fd = fs.open(self.path, fs.O_RDWR | fs.O_CREAT, 0o600)
+        self.fd = fs.open(self.path, fs.O_RDWR | fs.O_CREAT_NOFOLLOW, 0o600)
         deadline = time.monotonic() + LOCK_WAIT
         while not self.attempt(self.fd):
             if time.monotonic() > deadline:
@@ -250,9 +288,12 @@ def session_paths(state_dir, host, session_id):
 
 
 class Ledger:
-    """One session's state, loaded under its lock. Use as a context manager."""
+    """One session's state, loaded under its lock. Use as a context manager.
 
-    def __init__(self, state_dir, host, session_id):
+    unsaved_ok: a hook call, whose decision must go out even when the state cannot be locked or
+    saved (see unsaved); elsewhere (the person's controls) that failure raises."""
+
+    def __init__(self, state_dir, host, session_id, unsaved_ok=False):
         self.state_dir = state_dir
         self.host = host
         self.session_id = session_id
@@ -281,11 +322,24 @@ class Ledger:
         self._changed_parts = set()
         self._place = None  # where the state was read (read_slots), so the next slot is known
         self._older = False  # an earlier version shares the session: write what it reads
+        # Why this call's state could not be saved (an OSError or TimeoutError), or None: the
+        # decision made from it is given all the same (hook.run logs it).
+        self.unsaved = None
+        self._unsaved_ok = unsaved_ok
 
     def __enter__(self):
-        private_dir(self.state_dir)
-        private_dir(self.folder)
-        self.lock.__enter__()
+        try:
+            private_dir(self.state_dir)
+            private_dir(self.folder)
+            self.lock.__enter__()
+        except (OSError, TimeoutError) as error:
+            if not self._unsaved_ok:
+                raise
+            # No lock to be had (a read-only or full disk, a folder that cannot be made, a lock
+            # held past LOCK_WAIT): judge from the state as it stands, and save nothing.
+            self.unsaved, self.lock = error, None
+            self._load()
+            return self
         try:
             self._load()
         except BaseException:
@@ -294,10 +348,17 @@ class Ledger:
         return self
 
     def __exit__(self, exc_type, exc, tb):
+        if self.lock is None:
+            return  # judged without the lock: nothing to save or release
         try:
             if exc_type is None:
-                self.save()
-            else:
+                try:
+                    self.save()
+                except (OSError, TimeoutError) as error:  # the slot before still holds
+                    if not self._unsaved_ok:
+                        raise
+                    self.unsaved = error
+            elif not _refused_write(exc):
                 # A state this call could not work with is rebuilt from the ledger next time.
                 try:
                     fs.remove(self.state_path)
@@ -305,7 +366,7 @@ class Ledger:
                     pass
         finally:
             self.lock.__exit__()
-        if exc_type is None:
+        if exc_type is None and self.unsaved is None:
             prune_if_due(self.state_dir)
 
     # -- loading and saving
@@ -315,7 +376,12 @@ class Ledger:
         # One marshal value where this version wrote slots (SLOTS_WRITTEN in the lock file): an
         # earlier version installed beside it (user and project scope) replaced them, and would
         # rebuild the state from the ledger on each of its calls if they came back.
-        self._older = state is not None and self._place is None and fs.fstat(self.lock.fd).st_size
+        self._older = (
+            state is not None
+            and self._place is None
+            and self.lock is not None
+            and fs.fstat(self.lock.fd).st_size
+        )
         if state is None and fs.exists(self.legacy_path):
             self._legacy = True  # an earlier version's: read once, then replaced
             state = read_json(self.legacy_path)
@@ -387,11 +453,7 @@ class Ledger:
             burn.append([round(now, 1), state["spend"]["total"]])
             del burn[:-BURN_KEEP]
         if self._appended:
-            fd = fs.open(self.ledger_path, fs.O_WRONLY | fs.O_CREAT | fs.O_APPEND, 0o600)
-            try:
-                write_all(fd, "".join(self._appended).encode())
-            finally:
-                fs.close(fd)
+            append_lines(self.ledger_path, "".join(self._appended).encode())
             self._appended = []
         # a trim keeps at most RECENT + one per active agent: trim once RECENT more built up
         if self._recent_count() > 2 * RECENT + len(self._active) or self._stale:
@@ -447,7 +509,9 @@ class Ledger:
             if number:
                 replaced.append(self._part_path(name, number))
             fd = fs.open(
-                self._part_path(name, number + 1), fs.O_WRONLY | fs.O_CREAT | fs.O_TRUNC, 0o600
+                self._part_path(name, number + 1),
+                fs.O_WRONLY | fs.O_CREAT_NOFOLLOW | fs.O_TRUNC,
+                0o600,
             )
             try:
                 write_all(fd, marshal.dumps(self._parts[name], MARSHAL_FORMAT))
@@ -695,6 +759,18 @@ def reset_agent(record):
     record["ref"] = {}
 
 
+def _refused_write(error):
+    """Whether error is the disk refusing a write (full, over quota, read-only), or a lock
+    not had in time: the state is as usable as before, and is kept."""
+    import errno
+
+    return isinstance(error, TimeoutError) or getattr(error, "errno", None) in (
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.EROFS,
+    )
+
+
 def _valid_entry(entry):
     return (
         isinstance(entry, list)
@@ -757,7 +833,7 @@ def prune_if_due(state_dir, now=None):
     except OSError:
         pass
     try:
-        fs.close(fs.open(marker, fs.O_WRONLY | fs.O_CREAT, 0o600))
+        fs.close(fs.open(marker, fs.O_WRONLY | fs.O_CREAT_NOFOLLOW, 0o600))
         fs.utime(marker, (now, now))
     except OSError:
         return 0
@@ -787,15 +863,18 @@ def day_shares(state_dir, day):
     return shares
 
 
-def daily_spend(state_dir, day, session_key=None, session_pusd=None):
-    """All sessions' spend on day, in picodollars; first records this session's share if given.
+def daily_spend(state_dir, day, session_key=None, session_pusd=None, write=True):
+    """All sessions' spend on day, in picodollars; first records this session's share if given
+    (write=False: counts it without writing, for when the file cannot be written).
 
     One small file per day maps each session to its spend that day, so a daily cap spans every
-    session of both hosts without reading anyone else's transcripts.
+    session of every host without reading anyone else's transcripts.
     """
     path = daily_path(state_dir, day)
-    if session_key is None:
+    if session_key is None or not write:
         shares = read_json(path) or {}
+        if session_key is not None:
+            shares[session_key] = session_pusd
     else:
         private_dir(fs.dirname(path))
         with Lock(path + ".lock"):
@@ -803,4 +882,10 @@ def daily_spend(state_dir, day, session_key=None, session_pusd=None):
             if shares.get(session_key) != session_pusd:
                 shares[session_key] = session_pusd
                 write_atomic(path, jsonio.dumps(shares).encode())
-    return sum(value for value in shares.values() if isinstance(value, int))
+    return day_total(shares)
+
+
+def day_total(shares):
+    """The sum of a day file's shares: whole picodollars above zero only (a share of another
+    kind, or below zero, cannot lower the day's total)."""
+    return sum(value for value in shares.values() if type(value) is int and value > 0)

@@ -19,7 +19,7 @@ def append(state_dir, kind, text):
         except OSError:
             pass
         line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {kind} {' '.join(str(text).split())[:2000]}\n"
-        fd = fs.open(path, fs.O_WRONLY | fs.O_CREAT | fs.O_APPEND, 0o600)
+        fd = fs.open(path, fs.O_WRONLY | fs.O_CREAT_NOFOLLOW | fs.O_APPEND, 0o600)
         try:
             fs.write(fd, line.encode("utf-8", "replace"))
         finally:

@@ -64,7 +64,7 @@ def _prune_folder(folder, cutoff, lock_suffix):
             continue
         lock_path = fs.join(folder, base + lock_suffix)
         try:
-            fd = fs.open(lock_path, fs.O_RDWR | fs.O_CREAT, 0o600)
+            fd = fs.open(lock_path, fs.O_RDWR | fs.O_CREAT_NOFOLLOW, 0o600)
         except OSError:
             continue
         try:

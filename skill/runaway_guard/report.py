@@ -295,7 +295,7 @@ def today_rows(state_dir, environ=os.environ, now=None):
     settings = config.load(os.getcwd(), environ)
     return {
         "day": day,
-        "daily_spend_usd": usd(sum(v for v in shares.values() if isinstance(v, int))),
+        "daily_spend_usd": usd(ledger.day_total(shares)),
         "daily_cap_usd": settings.daily_usd or None,
         "sessions": rows,
     }
