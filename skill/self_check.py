@@ -159,11 +159,12 @@ def _broken(what):
 # --------------------------------------------------------------------------- --self-check
 
 
-def main(args):
+def main():
     """guard.py --self-check [--host NAME]: for the host named (else each host), identical tool
     calls through the real hook path (hook.run) in a temporary state dir, HOME and project,
     until the loop wire refuses; one line saying the guard works and exit 0, or what is broken
     and exit 1 (2: a wrong argument). The person's own state and settings are not read."""
+    args = sys.argv[2:]
     if args and (len(args) != 2 or args[0] != "--host"):
         print("usage: guard.py --self-check [--host NAME]", file=sys.stderr)
         sys.exit(2)
