@@ -219,7 +219,7 @@ def _load(name):
 
 
 def _refusal(name, hook):
-    """Run identical calls of host `name` until one is refused; the number of that call."""
+    """Run identical calls of host `name`: the first must pass, a later one be refused."""
     import json
     import tempfile
 
@@ -249,8 +249,10 @@ def _refusal(name, hook):
                 answer = hook.run(data, environ)
                 decision = given[-1] if given else None
                 if decision and decision["kind"] in (DENY, ASK, STOP):
+                    if number == 1:  # a guard that refuses everything blocks the person
+                        raise SelfCheckFailed(f"{name}: the first call was refused: {answer}")
                     _check_answer(name, answer, render(decision), render(None))
-                    return number
+                    return
         finally:
             host.render = render
             fs.environ.clear()

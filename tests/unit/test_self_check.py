@@ -233,6 +233,16 @@ def test_a_hook_that_stops_refusing_fails_the_self_check(tmp_path):
     assert said.startswith("runaway-guard is broken: gemini: 10 identical calls and none was")
 
 
+def test_a_hook_that_refuses_everything_fails_the_self_check(tmp_path):
+    skill = installed_copy(tmp_path)
+    wires = skill / "runaway_guard" / "wires.py"
+    refuse = '{"kind": "deny", "wire": "loop", "model": "runaway-guard: no", "person": ""}'
+    wires.write_text(wires.read_text() + f"\nstrongest = lambda found: {refuse}\n")
+    done = run_guard(skill, environment(tmp_path), "--self-check", "--host", "claude")
+    assert done.returncode == 1
+    assert "runaway-guard is broken: claude: the first call was refused: " in done.stderr.decode()
+
+
 def test_a_hook_that_raises_fails_the_self_check(tmp_path):
     skill = installed_copy(tmp_path)
     ledger = skill / "runaway_guard" / "ledger.py"
