@@ -42,6 +42,8 @@ def failed():
     error = sys.exc_info()[1]
     if sys.argv[1:2] == ["--self-check"]:
         _broken(f"the runaway_guard package cannot be imported: {_where(error)}")
+    if not isinstance(error, Exception):  # interrupted (KeyboardInterrupt), not dead
+        sys.exit(0)
     try:
         _append(_state_dir(_environ()), _dead_line(error, time.strftime("%Y-%m-%dT%H:%M:%S")))
     except BaseException:

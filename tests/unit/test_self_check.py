@@ -145,6 +145,15 @@ def test_the_line_says_which_file_broke(tmp_path):
     assert "runaway_guard.hook cannot be loaded: LookupError: wires broke" in said
 
 
+def test_an_interrupted_load_is_not_a_dead_guard(tmp_path):
+    skill = installed_copy(tmp_path)
+    with (skill / "runaway_guard" / "hook.py").open("a") as handle:
+        handle.write("\nraise KeyboardInterrupt\n")
+    done = run_guard(skill, environment(tmp_path))
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert not (tmp_path / "state" / "hook.log").exists()
+
+
 def test_a_missing_host_module_fails_the_self_check_for_that_host(tmp_path):
     """The hook loads and each call of that host fails open (a `fail-open` line): the
     self-check names the module."""
