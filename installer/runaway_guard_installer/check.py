@@ -1,5 +1,6 @@
-"""--check: can the installed hook still run? (An interpreter that went away silences the guard
-without a word, since the command ends in `|| true`.)"""
+"""--check: can the installed hook still run, and does the guard in it work? (An interpreter that
+went away silences the guard without a word, since the command ends in `|| true`; a guard whose
+modules fail to load lets every call through: its own `guard.py --self-check` finds that.)"""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from .settings_file import load_settings
 from .targets import Target, plugged
 
 CHECK_TIMEOUT_S = 30
+SELF_CHECK_OK = "runaway-guard works:"  # skill/self_check.py's line
 
 
 def resolve_python(python: str) -> str | None:
@@ -32,8 +34,10 @@ def default_python() -> str:
     return sys.executable or "python3"
 
 
-def check_command(command: str, env: Mapping[str, str], out) -> bool:
-    """Whether the hook command can run the guard now: interpreter, guard.py, one empty call."""
+def check_command(command: str, host: str, env: Mapping[str, str], out) -> bool:
+    """Whether the hook command runs the guard now: its interpreter, guard.py, and the guard's
+    own `--self-check` for this host (one whole decision in a temporary state dir), run with
+    the interpreter and flags the command names."""
     fix = "Run the installer again (with --python PATH to choose another interpreter)."
     try:
         words = shlex.split(command)
@@ -59,32 +63,35 @@ def check_command(command: str, env: Mapping[str, str], out) -> bool:
     started = time.perf_counter()
     try:
         proc = subprocess.run(
-            [python, *argv[1:]],
-            input=b"{}",
+            [python, *argv[1:], "--self-check", "--host", host],
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=timeout,
             env=dict(env),
         )
     except subprocess.TimeoutExpired:
-        print(f"FAIL: the guard did not answer within {timeout} s.", file=out)
+        print(f"FAIL: the guard's self-check did not finish within {timeout} s.", file=out)
         return False
     except OSError as exc:
         print(f"FAIL: the guard could not be started ({exc}). {fix}", file=out)
         return False
     elapsed = (time.perf_counter() - started) * 1000
-    stdout = proc.stdout.decode("utf-8", "replace").strip()
-    if proc.returncode != 0:
-        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-        print(f"FAIL: the guard exited with {proc.returncode}: {err[0]}", file=out)
+    said = proc.stdout.decode("utf-8", "replace").strip()
+    if proc.returncode == 0 and said.startswith(SELF_CHECK_OK):
+        print(f"ok: {python} runs the guard: {said} ({elapsed:.0f} ms).", file=out)
+        return True
+    if proc.returncode == 0:
+        print(
+            f"FAIL: {argv[-1]} did not answer --self-check (it printed {said[:200]!r}): the "
+            f"installed copy is incomplete or older than this installer, and the guard may be "
+            f"OFF. {fix}",
+            file=out,
+        )
         return False
-    if stdout:
-        try:
-            json.loads(stdout)
-        except ValueError:
-            print(f"FAIL: the guard printed something that is not JSON: {stdout[:200]}", file=out)
-            return False
-    print(f"ok: {python} runs the guard ({elapsed:.0f} ms with an empty payload).", file=out)
-    return True
+    errors = proc.stderr.decode("utf-8", "replace").strip().splitlines() or [said]
+    why = errors[-1] if "reinstall" in errors[-1] else f"{errors[-1]} {fix}"
+    print(f"FAIL: the guard's self-check exited with {proc.returncode}: {why}", file=out)
+    return False
 
 
 def check_target(target: Target, env: Mapping[str, str], out) -> bool:
@@ -125,7 +132,7 @@ def check_target(target: Target, env: Mapping[str, str], out) -> bool:
             handler = handler_at(loaded.obj, event, position)
             command = _guard_value(handler)
             print(f"hook in {event}: {command}", file=out)
-            ok = check_command(command, env, out) and ok
+            ok = check_command(command, target.host.NAME, env, out) and ok
             note = getattr(target.host, "check_note", None)
             if note:
                 group = loaded.obj["hooks"][event][position[0]]
@@ -157,10 +164,12 @@ def _check_owned(target: Target, env: Mapping[str, str], out) -> bool:
             return ok
         command = f"{sh_quote(values['python'])} -I -S {sh_quote(values['guard'])}"
         print(f"runs: {command}", file=out)
-        return check_command(command, env, out)
+        return check_command(command, target.host.NAME, env, out)
     handlers = []
     _collect_handlers(json.loads(raw), handlers)
-    return all(check_command(_guard_value(handler), env, out) for handler in handlers)
+    return all(
+        check_command(_guard_value(handler), target.host.NAME, env, out) for handler in handlers
+    )
 
 
 def _collect_handlers(value: Any, found: list) -> None:

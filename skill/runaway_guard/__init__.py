@@ -34,15 +34,27 @@ _loaded_here = {PACKAGE, f"{PACKAGE}.rebundle"}
 
 
 def main():
-    """guard.py's: the hook, or with --serve the served guard, from its bundle."""
+    """guard.py's: the hook, with --serve the served guard, with --self-check self_check.py."""
     # A call allocates code and records that it frees itself, not cycles: collecting every
     # 700 objects cost a steady call 1% of its instructions (callgrind), a first read up to 2%.
     gc.set_threshold(100_000)
     try:
-        run = load(f"{PACKAGE}.serve" if sys.argv[1:] == ["--serve"] else f"{PACKAGE}.hook").main
-    except BaseException:  # a broken install fails open: nothing printed, exit 0
-        sys.exit(0)
+        run = load(f"{PACKAGE}.hook").main if len(sys.argv) < 2 else _command(sys.argv[1:])
+    except BaseException:  # a broken install fails open: exit 0, nothing printed, hook.log says why
+        try:
+            from self_check import failed  # beside guard.py; it never returns
+        except BaseException:
+            sys.exit(0)
+        failed()
     run()
+
+
+def _command(args):
+    if args[0] == "--self-check":
+        from self_check import main as self_check
+
+        return self_check
+    return load(f"{PACKAGE}.serve" if args == ["--serve"] else f"{PACKAGE}.hook").main
 
 
 def load(name):

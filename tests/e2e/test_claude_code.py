@@ -410,3 +410,39 @@ def test_fresh_install_runs_on_the_next_tool_call(tmp_path):
     check = claude.person.check("claude")
     assert check.returncode == 0, check.stdout + check.stderr
     assert re.search(r"^ok: .* runs the guard", check.stdout, re.M), check.stdout
+
+
+def test_a_guard_that_cannot_load_is_found_by_check_and_says_so_in_hook_log(tmp_path):
+    """A broken installed copy: --check runs its self-check and says what is wrong and how to
+    repair it; Claude Code's calls go through (the guard fails open) and each hook call writes
+    a `dead` line in hook.log; a re-install repairs it."""
+    claude = Claude(tmp_path)
+    check = claude.person.check("claude")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "runaway-guard works: claude refused a repeated call" in check.stdout, check.stdout
+
+    hook = claude.skill / "skill" / "runaway_guard" / "hook.py"
+    hook.write_text(hook.read_text() + "\ndef (\n")
+    check = claude.person.check("claude")
+    assert check.returncode == 1, check.stdout
+    assert re.search(
+        r"^FAIL: the guard's self-check exited with 1: runaway-guard is broken: "
+        r"runaway_guard\.hook cannot be loaded: SyntaxError: .*"
+        r"reinstall with: python3 installer/install\.py --host claude$",
+        check.stdout,
+        re.M,
+    ), check.stdout
+
+    steps = [bash("echo hello >> ran.txt", "Say hello"), text("Done.")]
+    with ScriptedModel({"anthropic": slow_all(steps)}) as model:
+        run = claude.run(model)
+    assert run.result["terminal_reason"] == "completed", run.result
+    assert claude.marker() == ["hello"]
+    dead = [line for line in claude.person.hook_log().splitlines() if " dead " in line]
+    assert dead, claude.person.hook_log()
+    assert "dead SyntaxError: invalid syntax (hook.py, line" in dead[0]
+    assert f"The guard at {claude.skill}/skill/guard.py lets every call through" in dead[0]
+    assert dead[0].endswith("reinstall with: python3 installer/install.py --host claude")
+
+    claude.person.install("claude")
+    assert claude.person.check("claude").returncode == 0

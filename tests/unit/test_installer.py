@@ -39,8 +39,10 @@ from runaway_guard_installer import hook_list, settings_file  # noqa: E402  (on 
 
 STAND_IN_GUARD = """\
 import pathlib, sys
-data = sys.stdin.read()
+data = " ".join(sys.argv[1:]) or sys.stdin.read()
 (pathlib.Path(__file__).resolve().parent / "ran").write_text(data or "<empty>")
+if sys.argv[1:2] == ["--self-check"]:
+    print("runaway-guard works: the stand-in")
 """
 
 
@@ -581,7 +583,7 @@ def test_check_reports_a_broken_hook(tmp_path, source, home):
     assert code == 0, out
     assert out.count("ok: ") == 2 and "Codex trust" in out
     guard = home / ".claude" / "skills" / "runaway-guard" / "skill"
-    assert (guard / "ran").read_text() == "{}"
+    assert (guard / "ran").read_text() == "--self-check --host claude"
 
     python.unlink()  # the interpreter went away: the hook would fail silently under || true
     code, out = run(["--host", "claude", "--check"], env, source)
@@ -596,6 +598,42 @@ def test_check_reports_a_broken_hook(tmp_path, source, home):
     (guard / "guard.py").write_text("import sys; sys.exit(3)\n")
     code, out = run(["--host", "claude", "--check"], env, source)
     assert code == 1 and "exited with 3" in out
+
+
+def test_check_runs_the_installed_guards_self_check(tmp_path, home):
+    """The real skill installed: --check runs its `guard.py --self-check` with the hook's own
+    interpreter and flags, and a guard that can no longer load is a FAIL saying what and how to
+    repair it, where the empty call of before found nothing wrong (it exits 0, prints nothing)."""
+    env = {"HOME": str(home), "PATH": os.environ.get("PATH", "")}
+    assert run(["--host", "claude"], env, ROOT)[0] == 0
+    assert run(["--host", "cursor"], env, ROOT)[0] == 0
+    code, out = run(["--host", "claude", "--check"], env, ROOT)
+    assert code == 0, out
+    assert f"ok: {sys.executable} runs the guard: runaway-guard works: claude refused a" in out
+    code, out = run(["--host", "cursor", "--check"], env, ROOT)
+    assert code == 0 and "runaway-guard works: cursor refused a repeated call" in out, out
+    assert not (home / ".local" / "state").exists()  # the person's state is not touched
+
+    package = home / ".claude" / "skills" / "runaway-guard" / "skill" / "runaway_guard"
+    hook = package / "hook.py"
+    hook.write_text(hook.read_text() + "\ndef (\n")
+    code, out = run(["--host", "claude", "--check"], env, ROOT)
+    assert code == 1
+    (failed,) = [line for line in out.splitlines() if line.startswith("FAIL")]
+    assert failed.startswith("FAIL: the guard's self-check exited with 1: runaway-guard is broken")
+    assert "runaway_guard.hook cannot be loaded: SyntaxError" in failed
+    assert failed.endswith("reinstall with: python3 installer/install.py --host claude")
+    assert run(["--host", "cursor", "--check"], env, ROOT)[0] == 0  # its own copy is whole
+
+    assert run(["--host", "claude"], env, ROOT)[0] == 0  # re-install repairs it
+    assert run(["--host", "claude", "--check"], env, ROOT)[0] == 0
+    (package / "__init__.py").write_text("import nothing_of_the_kind\n")
+    code, out = run(["--host", "claude", "--check"], env, ROOT)
+    assert code == 1 and "the runaway_guard package cannot be imported: ModuleNotFoundError" in out
+
+    (package.parent / "guard.py").write_text("import sys\n")  # an older guard, or not a guard
+    code, out = run(["--host", "claude", "--check"], env, ROOT)
+    assert code == 1 and "did not answer --self-check" in out and "may be OFF" in out
 
 
 def test_check_sees_codex_trust_record(tmp_path, source, home):
@@ -744,7 +782,7 @@ def test_opencode_plugin_installed_checked_and_removed(tmp_path, source, home):
 
     code, out = run(["--host", "opencode", "--check"], env, source)
     assert code == 0, out
-    assert (guard.parent / "ran").read_text() == "{}"
+    assert (guard.parent / "ran").read_text() == "--self-check --host opencode"
     text = text.replace(json.dumps(sys.executable), json.dumps(str(tmp_path / "gone" / "python3")))
     installed.write_text(text)
     code, out = run(["--host", "opencode", "--check"], env, source)
