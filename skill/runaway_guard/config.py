@@ -11,7 +11,9 @@ from .money import MAX_USD
 
 PREFIX = "RUNAWAY_GUARD_"
 PROJECT_FILE = ".runaway-guard.json"
-MAX_FILE_BYTES = 1 << 20  # a config file is a few lines: a larger one is not read further
+# A config file is a few lines; a larger one is not read further. Every call reads the files,
+# so this bounds what a hostile one costs it (about 15 ms at worst).
+MAX_FILE_BYTES = 64 << 10
 REMEMBERED = "config.last-good.json"  # the user file's last valid numbers, in the state dir
 MAX_COUNT = 1_000_000
 
@@ -39,6 +41,7 @@ _RANGES = {
     **dict.fromkeys(_COUNTS, (1, MAX_COUNT, f"give a whole number from 1 to {MAX_COUNT:,}")),
     "team_refresh_s": (1, 3600, "give seconds from 1 to 3600"),
 }
+_NAMED_KEYS = 5  # keys a problem line names one by one, per file and kind of problem
 _LONG_DIGITS = 100  # an integer literal this long that json cannot read is only a bad value
 # Team budgets (team.py): who and where, from the user's file or the environment only.
 TEAM_TEXTS = ("team", "user", "pushgateway_url", "prometheus_url")
@@ -148,7 +151,7 @@ def _read_file(path, problems):
         return None, None
     if len(data) > MAX_FILE_BYTES:
         problems.append(
-            f"{path}: larger than {MAX_FILE_BYTES >> 20} MiB, read no further than that; ignored"
+            f"{path}: larger than {MAX_FILE_BYTES >> 10} KiB, read no further than that; ignored"
         )
         return None, mtime
     try:
@@ -160,10 +163,18 @@ def _read_file(path, problems):
         problems.append(f"{path}: {error}; ignored")
         return None, mtime
     settings = _merge(pairs, path, problems)
-    for key in settings:
-        if key not in _KNOWN_FILE_KEYS:
-            problems.append(f"{path}: unknown key {_shown(key)} ignored")
+    unknown = [key for key in settings if key not in _KNOWN_FILE_KEYS]
+    _note_keys(problems, path, unknown, "unknown key {} ignored", "more unknown keys ignored")
     return settings, mtime
+
+
+def _note_keys(problems, path, keys, saying, rest):
+    """A problem line for each of the first few keys, one for the rest: a file of thousands of
+    keys must not make thousands of lines (the state keeps them, the log writes them)."""
+    for key in keys[:_NAMED_KEYS]:
+        problems.append(f"{path}: " + saying.format(_shown(key)))
+    if len(keys) > _NAMED_KEYS:
+        problems.append(f"{path}: {len(keys) - _NAMED_KEYS} {rest}")
 
 
 def _read_bytes(path):
@@ -257,13 +268,12 @@ def _merge(pairs, path, problems):
     a repeated key has (json.loads keeps the last), so the guard takes the one that guards
     more: the tightest number, off only if every `off` says so, interrupt and
     team_fail_closed if any says so, and for text JSON's last."""
-    settings, repeated = {}, []
+    settings, repeated = {}, {}
     for key, value in pairs:
         if key not in settings:
             settings[key] = value
             continue
-        if key not in repeated:
-            repeated.append(key)
+        repeated[key] = True
         earlier = settings[key]
         if key in DEFAULTS:
             old, new = _number(key, earlier), _number(key, value)
@@ -272,10 +282,13 @@ def _merge(pairs, path, problems):
         elif key in _GUARDING_FLAG and earlier is _GUARDING_FLAG[key]:
             value = earlier
         settings[key] = value
-    for key in repeated:
-        problems.append(
-            f"{path}: {_shown(key)} is given more than once; the value that guards more applies"
-        )
+    _note_keys(
+        problems,
+        path,
+        list(repeated),
+        "{} is given more than once; the value that guards more applies",
+        "more keys given more than once",
+    )
     return settings
 
 

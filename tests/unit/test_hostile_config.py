@@ -23,8 +23,8 @@ from runaway_guard.money import MAX_USD
 
 USER_CAP = 1.0
 SPENT_USD = 6.0  # 400,000 output tokens of Sonnet 4.6: past the user's $1
-DEEP = "[" * 100_000 + "]" * 100_000
-MIB = 1 << 20
+DEEP = "[" * 20_000 + "]" * 20_000  # past any parser's recursion, inside the size limit
+LIMIT = config.MAX_FILE_BYTES
 NUMBER_KEYS = tuple(config.DEFAULTS)
 # Each class of bad value for a number setting: as JSON text in a file, as an environment value.
 BAD_VALUES = {
@@ -154,7 +154,7 @@ def test_a_long_value_is_shown_short(places):
 FILE_CLASSES = {
     "deep nesting": (DEEP, "not valid JSON (JSON nested too deep to read)"),
     "deep nesting in a value": (members(max_usd="2", daily_usd=DEEP), "nested too deep"),
-    "oversized": (members(max_usd="2") + " " * MIB, "larger than 1 MiB, read no further"),
+    "oversized": (members(max_usd="2") + " " * LIMIT, "larger than 64 KiB, read no further"),
     "invalid UTF-8": (b'{"max_usd": 2, "team": "caf\xe9"}', "not valid UTF-8 (byte 27)"),
     "a list at the top": ("[1, 2]", "must hold a JSON object, not list"),
     "a string at the top": ('"max_usd"', "must hold a JSON object, not str"),
@@ -403,10 +403,10 @@ def bad_value(draw, for_env):
         text = draw(st.sampled_from(["", "-"])) + "9" * draw(st.integers(4301, 6000))
         return kind, text
     elif kind == "deep":
-        depth = draw(st.integers(1000, 100_000))
+        depth = draw(st.integers(1000, 10_000))
         return kind, draw(st.sampled_from(["[", '{"a":'])) * depth
     elif kind == "oversized":
-        return kind, '"' + "x" * (MIB + draw(st.integers(1, 1000))) + '"'
+        return kind, '"' + "x" * (LIMIT + draw(st.integers(1, 1000))) + '"'
     else:
         value = draw(WRONG_TYPE)
         return kind, value if for_env and isinstance(value, str) else json.dumps(value)
@@ -439,7 +439,7 @@ def hostile_change(draw):
     baseline = {"max_usd": "1"} if place == "user" else {}
     kind = draw(st.sampled_from(["value", "duplicate", "invalid UTF-8", "top level", "padded"]))
     if kind == "top level":
-        text = draw(st.sampled_from(["[]", '"x"', "1", "null", "[" * 50_000, "{" * 50_000]))
+        text = draw(st.sampled_from(["[]", '"x"', "1", "null", "[" * 30_000, '{"a":' * 10_000]))
         return place, kind, text.encode()
     if kind == "duplicate":
         key = draw(st.sampled_from(["max_usd", "daily_usd", "max_failures", "off"]))
@@ -462,7 +462,7 @@ def hostile_change(draw):
         at = draw(st.integers(0, len(text)))
         text = text[:at] + draw(st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80"])) + text[at:]
     elif kind == "padded":  # past the size limit with nothing but whitespace
-        text += b" " * (MIB + 1 - len(text) + draw(st.integers(0, 100)))
+        text += b" " * (LIMIT + 1 - len(text) + draw(st.integers(0, 100)))
     else:
         kind = value_kind
     return place, kind, text
@@ -507,3 +507,12 @@ def test_no_hostile_change_lets_a_refused_call_through_or_crashes_the_guard(tmp_
         *("huge", "infinite", "NaN", "negative", "digits", "deep", "oversized", "wrong type"),
         *("duplicate", "invalid UTF-8", "top level", "padded"),
     }
+
+
+def test_a_file_of_thousands_of_keys_makes_a_few_problem_lines(places):
+    environ, _, project = places
+    many = ", ".join(f'"k{n}": 1, "k{n}": 2' for n in range(2000))
+    write(project / ".runaway-guard.json", "{" + many + "}")
+    settings = config.load(str(project), environ)
+    assert len(settings.problems) == 2 * (config._NAMED_KEYS + 1)
+    assert settings.problems[-1].endswith(": 1995 more unknown keys ignored")
