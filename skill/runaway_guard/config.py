@@ -4,6 +4,11 @@ A repository must not be able to switch off the guard that protects its user's m
 project file `.runaway-guard.json` can lower caps and thresholds but never raise or remove them.
 Nor can it name the team, the person or the servers their spend is published to (team.py): those
 come from the user's file or the environment only.
+
+Every file and variable is outside input, the agent's or a cloned repository's: a number out of
+its range, a file too large, not UTF-8 or not one JSON object is a problem line (in hook.log and
+the status), and the guard goes on with the rest. None of it may loosen a limit: a user file
+that breaks keeps its last valid values (_user_file), a project file's are ignored.
 """
 
 from . import fs, jsonio
@@ -185,7 +190,7 @@ def _read_bytes(path):
     try:
         info = fs.fstat(fd)
         if info.st_mode & _FILE_TYPE != _REGULAR:
-            raise OSError(f"{path} is not a regular file")
+            raise OSError("not a regular file")
         chunks, size = [], 0
         while size <= MAX_FILE_BYTES:
             chunk = fs.read(fd, MAX_FILE_BYTES + 1 - size)

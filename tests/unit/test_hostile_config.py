@@ -240,7 +240,7 @@ def test_a_user_file_that_is_no_regular_file_is_not_waited_for(places):
     if reader.is_alive():  # release the reader before failing
         open(user, "w").close()
         pytest.fail("config.load waited for a writer on a FIFO")
-    assert "is not a regular file" in problems_of(found[0])
+    assert f"{user}: cannot be read (not a regular file); ignored" in problems_of(found[0])
 
 
 @pytest.mark.parametrize("where", ["user", "project"])
