@@ -38,17 +38,19 @@ def _parser():
     return parser
 
 
-def _amount(text):
+def _amount(text, highest):
+    """The USD in text when above 0 and at most highest, else None (NaN compares false)."""
     try:
         value = float(text.strip().lstrip("$").replace(",", ""))
     except ValueError:
         return None
-    return value if value == value and 0 < value < float("inf") else None
+    return value if 0 < value <= highest else None
 
 
 def main(argv=None):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from runaway_guard import config, controls, render, report, sessions
+    from runaway_guard.money import MAX_USD
 
     args = _parser().parse_args(argv)  # exits 2 on bad usage
     settings = config.load(os.getcwd())
@@ -66,10 +68,11 @@ def main(argv=None):
         action = None
         value = None
         if args.raise_cap is not None:
-            value = _amount(args.raise_cap)
+            value = _amount(args.raise_cap, MAX_USD)
             if value is None:
                 raise sessions.StatusError(
-                    f"--raise-cap needs an amount in USD above 0, like 40 (got {args.raise_cap!r})"
+                    f"--raise-cap needs an amount in USD above 0 and at most {MAX_USD:,}, "
+                    f"like 40 (got {args.raise_cap[:40]!r})"
                 )
             action = "raise-cap"
         elif args.clear:

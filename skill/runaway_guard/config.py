@@ -4,12 +4,23 @@ A repository must not be able to switch off the guard that protects its user's m
 project file `.runaway-guard.json` can lower caps and thresholds but never raise or remove them.
 Nor can it name the team, the person or the servers their spend is published to (team.py): those
 come from the user's file or the environment only.
+
+Every file and variable is outside input, the agent's or a cloned repository's: a number out of
+its range, a file too large, not UTF-8 or not one JSON object is a problem line (in hook.log and
+the status), and the guard goes on with the rest. None of it may loosen a limit: a user file
+that breaks keeps its last valid values (_user_file), a project file's are ignored.
 """
 
 from . import fs, jsonio
+from .money import MAX_USD
 
 PREFIX = "RUNAWAY_GUARD_"
 PROJECT_FILE = ".runaway-guard.json"
+# A config file is a few lines; a larger one is not read further. Every call reads the files,
+# so this bounds what a hostile one costs it (about 15 ms at worst).
+MAX_FILE_BYTES = 64 << 10
+REMEMBERED = "config.last-good.json"  # the user file's last valid numbers, in the state dir
+MAX_COUNT = 1_000_000
 
 DEFAULTS = {
     "max_usd": 25.0,
@@ -25,9 +36,24 @@ DEFAULTS = {
 _CAPS = ("max_usd", "daily_usd", "team_monthly_usd", "person_daily_usd")
 _COUNTS = ("max_failures", "max_repeats")
 _USER_ONLY = ("team_refresh_s",)  # numbers a project file may not set at all
+# What each number takes, (lowest, highest, how to say it): anything else, huge, infinite,
+# NaN, negative or not a number, is ignored with a problem line. The bounds keep every sum
+# finite: a cap in picodollars (money.PICO) stays far inside a float's range.
+_USD = f"give USD from 0 (no cap) to {MAX_USD:,}"
+_RANGES = {
+    **dict.fromkeys(_CAPS, (0, MAX_USD, _USD)),
+    "warn_at": (0, 1, "give a share above 0, at most 1"),
+    **dict.fromkeys(_COUNTS, (1, MAX_COUNT, f"give a whole number from 1 to {MAX_COUNT:,}")),
+    "team_refresh_s": (1, 3600, "give seconds from 1 to 3600"),
+}
+_NAMED_KEYS = 5  # keys a problem line names one by one, per file and kind of problem
+_LONG_DIGITS = 100  # an integer literal this long that json cannot read is only a bad value
 # Team budgets (team.py): who and where, from the user's file or the environment only.
 TEAM_TEXTS = ("team", "user", "pushgateway_url", "prometheus_url")
 _KNOWN_FILE_KEYS = (*DEFAULTS, *TEAM_TEXTS, "team_fail_closed", "state_dir", "off", "interrupt")
+# A flag's value that guards more, when a file gives it twice (_merge).
+_GUARDING_FLAG = {"off": False, "interrupt": True, "team_fail_closed": True}
+_FILE_TYPE, _REGULAR = 0o170000, 0o100000  # st_mode's file type bits, and a regular file's
 _LABEL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
 
@@ -72,44 +98,249 @@ def _home(environ):
 
 
 def _number(key, value):
-    """A valid setting value, or None. Booleans are not numbers here."""
-    if isinstance(value, bool):
-        return None
+    """The setting's value when it is a number in the setting's range (in a file a JSON number
+    or a string holding one, as the environment gives them), else None. Booleans are not
+    numbers here. The range is checked before any conversion: an integer of thousands of digits
+    has no float, and NaN fails every comparison."""
     if isinstance(value, str):
         try:
-            value = float(value.strip())
+            value = float(value.strip())  # thousands of digits: inf, out of range
         except ValueError:
             return None
-    if not isinstance(value, (int, float)) or value != value or value < 0:
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    if value == float("inf"):
+    low, high, _ = _RANGES[key]
+    if not low <= value <= high or (key == "warn_at" and value == 0):
         return None
-    if key == "warn_at":
-        return float(value) if 0 < value <= 1 else None
     if key in _COUNTS:
-        return int(value) if value >= 1 and value == int(value) else None
-    if key == "team_refresh_s":
-        return float(value) if 1 <= value <= 3600 else None
-    return float(value)
+        return int(value) if value == int(value) else None
+    return float(value) + 0.0  # -0.0 is 0
+
+
+def _invalid(name, key, value):
+    """The problem line for a number setting's value that is not valid: name is where it was
+    given (a file's path and key, or a variable)."""
+    return f"{name}={_shown(value)} is not valid ({_RANGES[key][2]}); ignored"
+
+
+def _shown(value):
+    """A value as a problem line shows it: short, whatever it is."""
+    if isinstance(value, _LongInteger):
+        return f"an integer of {value.digits} digits"
+    if isinstance(value, int) and value.bit_length() > 64:  # repr refuses over 4,300 digits
+        return f"an integer of about {value.bit_length() * 3 // 10} digits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class _LongInteger:
+    """An integer in a file too long for int() to read (over 4,300 digits since Python 3.11,
+    the security releases of 3.9 and 3.10 included): no setting's value, but no reason to drop
+    the rest of the file."""
+
+    def __init__(self, digits):
+        self.digits = digits
 
 
 def _read_file(path, problems):
-    """The settings object in a JSON file; {} with a problem noted when it is unusable."""
+    """(settings, mtime): the members of the JSON object in path, duplicate keys merged (see
+    _merge) and unknown keys noted; {} when there is no file. settings is None, with the
+    reason noted, when the file cannot be used at all: not a regular file, larger than
+    MAX_FILE_BYTES, not UTF-8, not one JSON object (nesting too deep for the parser included)."""
     try:
-        with open(path, "rb") as handle:
-            data = jsonio.loads(handle.read().decode("utf-8-sig"))
+        data, mtime = _read_bytes(path)
     except FileNotFoundError:
+        return {}, None
+    except OSError as error:
+        problems.append(f"{path}: cannot be read ({error.strerror or error}); ignored")
+        return None, None
+    if len(data) > MAX_FILE_BYTES:
+        problems.append(
+            f"{path}: larger than {MAX_FILE_BYTES >> 10} KiB, read no further than that; ignored"
+        )
+        return None, mtime
+    try:
+        pairs = _members(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as error:
+        problems.append(f"{path}: not valid UTF-8 (byte {error.start}); ignored")
+        return None, mtime
+    except ValueError as error:
+        problems.append(f"{path}: {error}; ignored")
+        return None, mtime
+    settings = _merge(pairs, path, problems)
+    unknown = [key for key in settings if key not in _KNOWN_FILE_KEYS]
+    _note_keys(problems, path, unknown, "unknown key {} ignored", "more unknown keys ignored")
+    return settings, mtime
+
+
+def _note_keys(problems, path, keys, saying, rest):
+    """A problem line for each of the first few keys, one for the rest: a file of thousands of
+    keys must not make thousands of lines (the state keeps them, the log writes them)."""
+    for key in keys[:_NAMED_KEYS]:
+        problems.append(f"{path}: " + saying.format(_shown(key)))
+    if len(keys) > _NAMED_KEYS:
+        problems.append(f"{path}: {len(keys) - _NAMED_KEYS} {rest}")
+
+
+def _read_bytes(path):
+    """(the file's first MAX_FILE_BYTES + 1 bytes, its mtime in ns). Opened without waiting
+    and read only if it is a regular file: a FIFO in its place would wait for a writer, a
+    link to /dev/zero never end."""
+    fd = fs.open(path, fs.O_RDONLY | fs.O_NONBLOCK)
+    try:
+        info = fs.fstat(fd)
+        if info.st_mode & _FILE_TYPE != _REGULAR:
+            raise OSError("not a regular file")
+        chunks, size = [], 0
+        while size <= MAX_FILE_BYTES:
+            chunk = fs.read(fd, MAX_FILE_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks), info.st_mtime_ns
+    finally:
+        fs.close(fd)
+
+
+def _members(text):
+    """(key, value) for each member of the one JSON object text holds, in order, a key given
+    twice twice (json.loads keeps the last silently); ValueError saying why when text is not
+    one JSON object."""
+    try:
+        return _walk(text)
+    except ValueError:
+        try:
+            value = jsonio.loads(text)
+        except ValueError as error:  # json's precise error
+            raise ValueError(f"not valid JSON ({error})") from None
+        if isinstance(value, dict):
+            raise  # pragma: no cover - what json reads as an object, _walk does too
+        raise ValueError(f"must hold a JSON object, not {type(value).__name__}") from None
+
+
+def _walk(text):
+    pairs = []
+    pos = _space(text, 0)
+    if text[pos : pos + 1] != "{":
+        raise ValueError("not an object")
+    pos = _space(text, pos + 1)
+    closed = text[pos : pos + 1] == "}"
+    while not closed:
+        if text[pos : pos + 1] != '"':
+            raise ValueError(f"no key at {pos}")
+        key, pos = jsonio.value_at(text, pos)
+        pos = _space(text, pos)
+        if text[pos : pos + 1] != ":":
+            raise ValueError(f"no ':' at {pos}")
+        value, pos = _value(text, _space(text, pos + 1))
+        pairs.append((key, value))
+        pos = _space(text, pos)
+        closed = text[pos : pos + 1] == "}"
+        if not closed:
+            if text[pos : pos + 1] != ",":
+                raise ValueError(f"no ',' at {pos}")
+            pos = _space(text, pos + 1)
+    if _space(text, pos + 1) != len(text):
+        raise ValueError(f"extra data after {pos}")
+    return pairs
+
+
+def _value(text, pos):
+    """(value, end) of the JSON value at text[pos]; an integer too long to read is a
+    _LongInteger."""
+    try:
+        return jsonio.value_at(text, pos)
+    except ValueError:
+        end = pos + (text[pos : pos + 1] == "-")
+        while end < len(text) and "0" <= text[end] <= "9":
+            end += 1
+        if end - pos < _LONG_DIGITS:
+            raise
+        return _LongInteger(end - pos), end
+
+
+def _space(text, pos):
+    """Where the JSON whitespace from text[pos] on ends."""
+    end = len(text)
+    while pos < end and text[pos] in " \t\n\r":
+        pos += 1
+    return pos
+
+
+def _merge(pairs, path, problems):
+    """The settings of a file whose keys may come twice. JSON readers disagree on which value
+    a repeated key has (json.loads keeps the last), so the guard takes the one that guards
+    more: the tightest number, off only if every `off` says so, interrupt and
+    team_fail_closed if any says so, and for text JSON's last."""
+    settings, repeated = {}, {}
+    for key, value in pairs:
+        if key not in settings:
+            settings[key] = value
+            continue
+        repeated[key] = True
+        earlier = settings[key]
+        if key in DEFAULTS:
+            old, new = _number(key, earlier), _number(key, value)
+            if new is None or (old is not None and _tighter(key, old, new) == old):
+                value = earlier
+        elif key in _GUARDING_FLAG and earlier is _GUARDING_FLAG[key]:
+            value = earlier
+        settings[key] = value
+    _note_keys(
+        problems,
+        path,
+        list(repeated),
+        "{} is given more than once; the value that guards more applies",
+        "more keys given more than once",
+    )
+    return settings
+
+
+def _remembered_path(environ):
+    """Where the user file's last valid numbers are kept: the state dir the environment or the
+    default names, not the file's own `state_dir`, which a broken file no longer says."""
+    return fs.join(environ.get(PREFIX + "STATE_DIR") or default_state_dir(environ), REMEMBERED)
+
+
+def _remembered(path):
+    """The numbers _remember kept, each checked again; {} when there are none."""
+    try:
+        data, _ = _read_bytes(path)
+        kept = jsonio.loads(data)
+    except (OSError, ValueError):
         return {}
-    except (OSError, ValueError) as error:
-        problems.append(f"{path}: not valid JSON ({error}); using the other settings")
+    if not isinstance(kept, dict):
         return {}
-    if not isinstance(data, dict):
-        problems.append(f"{path}: must hold a JSON object; ignored")
-        return {}
-    for key in data:
-        if key not in _KNOWN_FILE_KEYS:
-            problems.append(f"{path}: unknown key {key!r} ignored")
-    return data
+    numbers = {key: _number(key, kept.get(key)) for key in DEFAULTS}
+    return {key: value for key, value in numbers.items() if value is not None}
+
+
+def _remember(path, numbers, mtime):
+    """Keep the numbers the user file gives, stamped with its mtime (so a call whose file is
+    unchanged finds the stamp equal and writes nothing); best effort."""
+    temp = f"{path}.{fs.getpid()}.tmp"
+    try:
+        fs.makedirs(fs.dirname(path), 0o700)
+        fd = fs.open(temp, fs.O_WRONLY | fs.O_CREAT | fs.O_EXCL, 0o600)
+        try:
+            fs.write(fd, jsonio.dumps(numbers, sort_keys=True).encode())
+        finally:
+            fs.close(fd)
+        fs.utime(temp, ns=(mtime, mtime))
+        fs.replace(temp, path)
+    except OSError:
+        try:
+            fs.remove(temp)
+        except OSError:
+            pass
+
+
+def _stamp(path):
+    try:
+        return fs.stat(path).st_mtime_ns
+    except (OSError, ValueError):
+        return None
 
 
 def _find_project_file(cwd):
@@ -145,29 +376,23 @@ def load(cwd=None, environ=fs.environ):
     sources = dict.fromkeys(DEFAULTS, "default")
 
     user_path = user_config_path(environ)
-    user = _read_file(user_path, problems)
-    for key in DEFAULTS:
-        if key in user:
-            value = _number(key, user[key])
-            if value is None:
-                problems.append(f"{user_path}: {key}={user[key]!r} is not valid; ignored")
-            else:
-                values[key], sources[key] = value, "user"
+    user = _user_file(user_path, environ, values, sources, problems)
 
     for key in DEFAULTS:
-        raw = environ.get(PREFIX + key.upper())
+        name = PREFIX + key.upper()
+        raw = environ.get(name)
         if raw is None or raw == "":
             continue
         value = _number(key, raw)
         if value is None:
-            problems.append(f"{PREFIX}{key.upper()}={raw!r} is not valid; ignored")
+            problems.append(_invalid(name, key, raw))
         else:
             values[key], sources[key] = value, "environment"
 
     project = {}
     project_path = _find_project_file(cwd)
     if project_path:
-        project = _read_file(project_path, problems)
+        project = _read_file(project_path, problems)[0] or {}
         for key in ("off", "state_dir", *TEAM_TEXTS):
             if key in project:
                 problems.append(f"{project_path}: {key} can only be set by the user; ignored")
@@ -179,28 +404,78 @@ def load(cwd=None, environ=fs.environ):
                 continue
             value = _number(key, project[key])
             if value is None:
-                problems.append(f"{project_path}: {key}={project[key]!r} is not valid; ignored")
+                problems.append(_invalid(f"{project_path}: {key}", key, project[key]))
                 continue
             tighter = _tighter(key, values[key], value)
             if tighter != values[key]:
                 values[key], sources[key] = tighter, "project"
             elif value != values[key]:
                 problems.append(
-                    f"{project_path}: {key}={project[key]!r} would loosen the limit; "
+                    f"{project_path}: {key}={_shown(project[key])} would loosen the limit; "
                     "a project file can only tighten"
                 )
 
     interrupt = _interrupt(user, user_path, environ, project_path, project, problems)
-    state_dir = environ.get(PREFIX + "STATE_DIR") or user.get("state_dir")
-    if not isinstance(state_dir, str) or not state_dir:
-        state_dir = default_state_dir(environ)
-    off = environ.get(PREFIX + "OFF", "") == "1" or user.get("off") is True
+    state_dir = (
+        environ.get(PREFIX + "STATE_DIR")
+        or _user_state_dir(user, user_path, problems)
+        or default_state_dir(environ)
+    )
+    off = environ.get(PREFIX + "OFF", "") == "1" or _user_off(user, user_path, problems)
     settings = Config(
         values, fs.expanduser(state_dir), off, problems, sources, user_path, interrupt
     )
     if environ.get(PREFIX + "TEAM") or user.get("team"):
         _team(settings, user, project, environ, problems, user_path)
     return settings
+
+
+def _user_file(path, environ, values, sources, problems):
+    """The user's file: its numbers into values, and its settings ({} when it has none or
+    cannot be used) for the rest. A value, or a whole file, that cannot be used gives way to
+    the last valid one the file held (_remember), never to a default that may be looser: a
+    broken file must not lift the limits its person set."""
+    user, mtime = _read_file(path, problems)
+    numbers, invalid = {}, []
+    for key in DEFAULTS:
+        if user and key in user:
+            value = _number(key, user[key])
+            if value is None:
+                problems.append(_invalid(f"{path}: {key}", key, user[key]))
+                invalid.append(key)
+            else:
+                numbers[key] = value
+    kept_path = _remembered_path(environ)
+    if user is None or invalid:
+        kept = _remembered(kept_path)
+        held = {key: kept[key] for key in (kept if user is None else invalid) if key in kept}
+        if held:
+            numbers.update(held)
+            shown = ", ".join(f"{key}={value:g}" for key, value in held.items())
+            problems.append(
+                f"{path}: until it is fixed, the last valid values it gave hold: {shown}"
+            )
+    if user is not None and mtime is not None and mtime != _stamp(kept_path):
+        _remember(kept_path, numbers, mtime)
+    for key, value in numbers.items():
+        values[key], sources[key] = value, "user"
+    return user or {}
+
+
+def _user_state_dir(user, path, problems):
+    value = user.get("state_dir")
+    if value is None or (isinstance(value, str) and 0 < len(value) <= 4096 and "\0" not in value):
+        return value
+    problems.append(f"{path}: state_dir={_shown(value)} is not a folder's path; ignored")
+    return None
+
+
+def _user_off(user, path, problems):
+    """Whether the user's file turns the guard off: `"off": true`, nothing else."""
+    value = user.get("off", False)
+    if not isinstance(value, bool):
+        problems.append(f"{path}: off={_shown(value)} is not true or false; ignored")
+    return value is True
 
 
 def _team(settings, user, project, environ, problems, user_path):
@@ -261,12 +536,13 @@ def _interrupt(user, user_path, environ, project_path, project, problems):
         if isinstance(user["interrupt"], bool):
             interrupt = user["interrupt"]
         else:
-            problems.append(f"{user_path}: interrupt={user['interrupt']!r} is not true or false")
+            shown = _shown(user["interrupt"])
+            problems.append(f"{user_path}: interrupt={shown} is not true or false")
     raw = environ.get(PREFIX + "INTERRUPT")
     if raw in ("0", "1"):
         interrupt = raw == "1"
     elif raw:
-        problems.append(f"{PREFIX}INTERRUPT={raw!r} is not 0 or 1; ignored")
+        problems.append(f"{PREFIX}INTERRUPT={_shown(raw)} is not 0 or 1; ignored")
     wanted = project.get("interrupt")
     if wanted is True:
         interrupt = True
@@ -276,5 +552,5 @@ def _interrupt(user, user_path, environ, project_path, project, problems):
             "tighten"
         )
     elif "interrupt" in project and not isinstance(wanted, bool):
-        problems.append(f"{project_path}: interrupt={wanted!r} is not true or false; ignored")
+        problems.append(f"{project_path}: interrupt={_shown(wanted)} is not true or false; ignored")
     return interrupt

@@ -7,7 +7,7 @@ agent the exact command for the person to run in their own terminal.
 """
 
 from . import config, fs, ledger
-from .money import money, suggest_cap, usd
+from .money import MAX_USD, money, raised_cap, suggest_cap, usd
 
 STATUS_SCRIPT = "status.py"
 LOOSENING_FLAGS = ("--raise-cap", "--clear", "--off")
@@ -90,18 +90,23 @@ def apply(state_dir, status_state, action, value=None):
         state = book.state
         spent = usd(state["spend"]["total"])
         if action == "raise-cap":
+            if not value <= MAX_USD:  # NaN and infinity too: every cap's sums stay finite
+                return 2, (
+                    f"Not changed: a cap can be at most {money(MAX_USD)}. Give a lower one, "
+                    f"for example:\n  {command} --raise-cap {suggest_cap(0, spent)}"
+                )
             if value <= spent:
                 return 2, (
                     f"Not changed: a cap of {money(value)} is not above what this session has "
                     f"already spent ({money(spent)}). Give a higher cap, for example:\n"
                     f"  {command} --raise-cap {suggest_cap(value, spent)}"
                 )
-            old = state.get("cap_usd")
+            old = raised_cap(state.get("cap_usd"))
             state["cap_usd"] = float(value)
             blocked = state.get("blocked")
             if isinstance(blocked, dict) and blocked.get("wire") == "session":
                 state["blocked"] = None
-            before = f" (was {money(old)})" if isinstance(old, (int, float)) else ""
+            before = f" (was {money(old)})" if old is not None else ""
             return 0, (
                 f"This session's cap is now {money(value)}{before}; {money(spent)} is spent, "
                 f"{money(value - spent)} left. The agent can go on: send it a new prompt."
@@ -116,7 +121,7 @@ def apply(state_dir, status_state, action, value=None):
                 f"agent{'s' if len(agents) != 1 else ''} start again from zero. "
                 "The agent can go on: send it a new prompt."
             )
-            cap = state.get("cap_usd")
+            cap = raised_cap(state.get("cap_usd"))
             if cap is None:
                 cap = config.load(state.get("cwd") or None).max_usd
             if cap and spent >= cap:

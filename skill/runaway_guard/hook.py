@@ -11,6 +11,7 @@ import time
 from . import config, controls, fs, hosts, jsonio, ledger, wires
 from .calls import END, MODEL, PROMPT, RESULT, TOOL, fingerprint
 from .decisions import ASK, DENY, STOP, TELL, TWICE, fit
+from .money import raised_cap
 
 MAX_INPUT = 16 << 20
 # How long a call may wait for its host to write it: 0.15 s (Claude Code flushes every 100 ms)
@@ -322,7 +323,8 @@ def _daily_spend(state, call, settings):
 
 
 def _spend_wires(state, settings, daily, tool, warned):
-    cap = state["cap_usd"] if state["cap_usd"] is not None else settings.max_usd
+    raised = raised_cap(state["cap_usd"])  # an earlier version's may be any number
+    cap = raised if raised is not None else settings.max_usd
     status = controls.status_command()
     return [
         wires.spend_wire(

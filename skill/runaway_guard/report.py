@@ -10,7 +10,7 @@ import os
 import time
 
 from . import config, controls, ledger, sessions
-from .money import money, suggest_cap, usd
+from .money import money, raised_cap, suggest_cap, usd
 
 RECENT_WINDOW = 900.0  # seconds of activity the "recent" burn rate looks back on
 MIN_SPAN = 60.0  # less history than this gives no rate
@@ -111,8 +111,7 @@ def build(path, state, state_dir, environ=os.environ, now=None):
     spend = state.get("spend") if isinstance(state.get("spend"), dict) else {}
     spend.setdefault("total", 0)
     state["spend"] = spend
-    raised = state.get("cap_usd")
-    raised = raised if isinstance(raised, (int, float)) and not isinstance(raised, bool) else None
+    raised = raised_cap(state.get("cap_usd"))
     cap = raised if raised is not None else settings.max_usd
     today = time.strftime("%Y-%m-%d", time.localtime(now))
     daily_shares = ledger.day_shares(state_dir, today)
@@ -265,8 +264,7 @@ def today_rows(state_dir, environ=os.environ, now=None):
         _, base = ledger.session_paths(state_dir, host, session_id)
         state = ledger.read_state(base + ledger.STATE) or {}
         spend = state.get("spend") if isinstance(state.get("spend"), dict) else {}
-        raised = state.get("cap_usd")
-        cap = raised if isinstance(raised, (int, float)) else None
+        cap = raised_cap(state.get("cap_usd"))
         if cap is None:
             cap = config.load(state.get("cwd") or None, environ).max_usd
         total = usd(_int(spend.get("total")))

@@ -178,3 +178,15 @@ def test_the_interrupt_is_on_unless_the_person_turns_it_off(homes):
     assert "interrupt='no' is not true or false" in text
     assert "RUNAWAY_GUARD_INTERRUPT='off' is not 0 or 1" in text
     assert "interrupt=0 is not true or false" in text
+
+
+def test_a_project_file_nested_past_the_recursion_limit_is_a_problem_line(world):
+    proj = world.project("proj")
+    world.config().write_text('{"max_usd": 1}')
+    write(proj / ".runaway-guard.json", "[" * 20_000 + "]" * 20_000)
+    session = Claude(world, proj, "s-deep-project")
+    session.call()
+    assert kind(session.call()[1]) == "stop"  # $1.10 of the user's $1: their cap holds
+    log = (world.state_dir / "hook.log").read_text()
+    assert "fail-open" not in log
+    assert f"config {proj / '.runaway-guard.json'}: not valid JSON (JSON nested too deep" in log
