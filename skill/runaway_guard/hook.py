@@ -348,7 +348,7 @@ def _wires(book, call, call_hash, settings, daily):
 
 
 def _loosen_decision(call):
-    command = call.command or f"{controls.status_command()} --raise-cap <USD>"
+    command = controls.describe(call)
     return {
         "kind": ASK,
         "wire": "control",
