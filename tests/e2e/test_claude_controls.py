@@ -70,3 +70,31 @@ def test_the_agent_cannot_write_the_guards_config(tmp_path):
         assert "runaway-guard" in results[tool_id], (name, results[tool_id])
     denied = {d["tool_use_id"] for d in run.result.get("permission_denials", [])}
     assert set(refused) <= denied, run.result.get("permission_denials")
+
+
+def test_claude_codes_own_rule_asks_when_the_hook_says_nothing(tmp_path):
+    """The installer's `permissions.ask` rules hold where the hook cannot answer (here the guard
+    is off): Claude Code itself asks before its Write tool changes the guard's folder."""
+    claude = Claude(tmp_path, off=1)
+    settings = json.loads(claude.settings.read_text())
+    assert "Edit(~/.config/runaway-guard/**)" in settings["permissions"]["ask"]
+    config = claude.person.home / ".config" / "runaway-guard" / "config.json"
+    config.parent.mkdir(parents=True)
+    config.write_text(ORIGINAL)
+    guard_file = claude.skill / "skill" / "guard.py"
+    steps = [
+        tool_use("Read", {"file_path": str(config)}),
+        tool_use("Write", {"file_path": str(config), "content": '{"off": true}'}),
+        tool_use("Read", {"file_path": str(guard_file)}),
+        tool_use("Write", {"file_path": str(guard_file), "content": "pass\n"}),
+        tool_use("Write", {"file_path": str(claude.person.project / "notes.md"), "content": "x"}),
+        text("Done."),
+    ]
+    guard_code = guard_file.read_text()
+    with ScriptedModel({"anthropic": slow_all(steps)}) as model:
+        run = claude.run(model)
+    assert config.read_text() == ORIGINAL
+    assert guard_file.read_text() == guard_code
+    assert (claude.person.project / "notes.md").read_text() == "x"  # an ordinary file is written
+    denied = [d["tool_input"].get("file_path") for d in run.result["permission_denials"]]
+    assert denied == [str(config), str(guard_file)]
