@@ -20,27 +20,13 @@ pytestmark = pytest.mark.e2e
 ORIGINAL = '{"max_usd": 5}\n'
 
 
-def tool_results(run) -> dict:
-    """tool_use_id -> the text of its result, for every tool call of the run."""
-    out = {}
+def blocks(run, record_type: str, block_type: str) -> list:
+    """Every content block of this type in the session's records of that type."""
+    out = []
     for record in records(run):
         content = (record.get("message") or {}).get("content")
-        if record.get("type") == "user" and isinstance(content, list):
-            for block in content:
-                if block.get("type") == "tool_result":
-                    out[block["tool_use_id"]] = json.dumps(block.get("content"))
-    return out
-
-
-def calls(run) -> dict:
-    """tool_use_id -> (tool name, input), for every tool call the model made."""
-    out = {}
-    for record in records(run):
-        content = (record.get("message") or {}).get("content")
-        if record.get("type") == "assistant" and isinstance(content, list):
-            for block in content:
-                if block.get("type") == "tool_use":
-                    out[block["id"]] = (block["name"], block["input"])
+        if record.get("type") == record_type and isinstance(content, list):
+            out += [block for block in content if block.get("type") == block_type]
     return out
 
 
@@ -62,8 +48,11 @@ def test_the_agent_cannot_write_the_guards_config(tmp_path):
         run = claude.run(model)
     assert config.read_text() == ORIGINAL, claude.person.guard_trace()
     assert claude.marker() == ["ran"]  # the ordinary call after them still runs
-    made, results = calls(run), tool_results(run)
-    refused = {tool_id: name for tool_id, (name, _) in made.items() if name in ("Bash", "Write")}
+    results = {
+        b["tool_use_id"]: json.dumps(b["content"]) for b in blocks(run, "user", "tool_result")
+    }
+    made = {b["id"]: b["name"] for b in blocks(run, "assistant", "tool_use")}
+    refused = {tool_id: name for tool_id, name in made.items() if name in ("Bash", "Write")}
     del refused[list(refused)[-1]]  # the ordinary command
     assert list(refused.values()) == ["Bash", "Bash", "Write"]
     for tool_id, name in refused.items():
