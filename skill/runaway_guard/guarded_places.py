@@ -18,6 +18,9 @@ from .controls import LOOSEN, LOOSENING_FLAGS, STATUS, STATUS_SCRIPT, patched_fi
 
 PLAIN_FLAGS = ("--json", "--today", "--help", "-h")
 MAX_DEPTH = 8  # nested `$(…)` and `sh -c` deeper than this count as loosening
+# A longer command is not read word by word (64 KiB take about 0.4 s): it loosens when it names
+# a guarded folder, a guard variable or a project file anywhere.
+MAX_READ = 64 << 10
 
 
 def _words(text):
@@ -130,11 +133,11 @@ class Places:
 
     def mentioned_in(self, text):
         """Whether code or a here document mentions the guard at all: what it does is unknown."""
-        return (
-            "runaway" in text
-            or "RUNAWAY" in text
-            or any(folder in text for folder in self.folders)
-            or any(tail in text for tail in self.tails)
+        return "runaway" in text or "RUNAWAY" in text or self.names_folder(text)
+
+    def names_folder(self, text):
+        return any(folder in text for folder in self.folders) or any(
+            tail in text for tail in self.tails
         )
 
 
@@ -143,6 +146,9 @@ def classify(command, cwd, places, depth=0):
     variable; STATUS for a plain call of the guard's own status.py; else None."""
     if depth > MAX_DEPTH:
         return LOOSEN
+    if len(command) > MAX_READ:
+        named = places.names_folder(command) or SETTING in command or PROJECT_FILE in command
+        return LOOSEN if named else None
     commands, nested = parse(command, places, cwd)
     for text in nested:
         if classify(text, cwd, places, depth + 1) == LOOSEN:
@@ -156,6 +162,7 @@ def classify(command, cwd, places, depth=0):
 
 def _loosens(commands, cwd, places, depth):
     named = _names_anything(commands, cwd, places)
+    mentioned = named or _names_anything(commands, cwd, places, code=True)
     for command in commands:
         words = command.words
         verb_at = _verb_index(words)
@@ -181,7 +188,7 @@ def _loosens(commands, cwd, places, depth):
             if classify(body, cwd, places, depth + 1) == LOOSEN:
                 return True
         runs_code = verb in CODE_RUNNERS or verb.startswith(("python", "pypy"))
-        if runs_code and named and not shell_texts:
+        if runs_code and mentioned and not shell_texts:
             return True  # what the code does with a guarded place cannot be read here
         if verb in READERS and not _writes_anyway(verb, words[verb_at + 1 :]):
             continue
@@ -202,9 +209,10 @@ def _loosens(commands, cwd, places, depth):
     return False
 
 
-def _names_anything(commands, cwd, places):
-    """Whether any word, here document or inline code of the command line touches the guard
-    (what an interpreter or an unknown word in it would then be judged by)."""
+def _names_anything(commands, cwd, places, code=False):
+    """Whether a word, a here document or a redirection of the command line names a guarded
+    place (what an unknown word in it is then judged by); with code, also whether inline code
+    or a here document mentions the guard at all (what an interpreter in it is judged by)."""
     for command in commands:
         words = command.words
         verb_at = _verb_index(words)
@@ -212,9 +220,12 @@ def _names_anything(commands, cwd, places):
         for index, word in enumerate(words):
             if status and index == _script_index(words, verb_at):
                 continue
-            if places.named_by(word, cwd) or (_is_code(word) and places.mentioned_in(word)):
+            if places.named_by(word, cwd):
                 return True
-        if any(places.mentioned_in(body) for body in command.here):
+            if code and _is_code(word) and places.mentioned_in(word):
+                return True
+        texts = command.here
+        if any(places.mentioned_in(text) if code else places.names_folder(text) for text in texts):
             return True
         if any(places.named_by(target, cwd) for target in command.writes):
             return True

@@ -140,6 +140,9 @@ LOOSENING = [
     f"sed -i 's/refuse/allow/' {OWN}/runaway_guard/hook.py",
     f"echo 'raise SystemExit' > {OWN}/guard.py",
     f"rm -rf {OWN}",
+    "unset RUNAWAY_GUARD_MAX_USD",
+    "bash <<'EOF'\nrm -rf ~/.local/state/runaway-guard\nEOF",
+    "python3 <<< \"import shutil; shutil.rmtree('$HOME/.local/state/runaway-guard')\"",
     "git checkout HEAD~3 -- .runaway-guard.json",
     "rm .runaway-guard.json",
     "echo '{}' > .runaway-guard.json",
@@ -183,6 +186,9 @@ def test_relative_paths_from_a_guarded_folder_loosen(command, cwd):
         "cat .runaway-guard.json",
         "git commit -m 'runaway-guard: fix the cap'",
         "grep -rn RUNAWAY_GUARD_ README.md",
+        "git commit -m \"$(cat <<'EOF'\nFix the runaway-guard (cap) check\nEOF\n)\"",
+        "python3 -m pip install runaway-guard",
+        "cat <<EOF > notes.md\nThe runaway-guard config lives in ~/.config/runaway-guard\nEOF",
         f"python3 {STATUS} --json | jq .spend_usd",  # not plain: judged by the wires
         f"python3 {STATUS} --json; rm -rf build",
         f"python3 {STATUS} --json | tee out.txt",
@@ -191,6 +197,12 @@ def test_relative_paths_from_a_guarded_folder_loosen(command, cwd):
 )
 def test_reads_and_other_calls_go_through_the_wires(command):
     assert classify(command) is None
+
+
+def test_a_command_too_long_to_read_loosens_when_it_names_a_guarded_folder():
+    padding = "x" * (70 << 10)
+    assert classify(f"echo {padding} > ~/.config/runaway-guard/config.json") == controls.LOOSEN
+    assert classify(f"echo {padding} runaway") is None
 
 
 def test_reading_in_a_guarded_folder_goes_through_the_wires():
@@ -218,7 +230,7 @@ FILE_TOOLS = [
     ("Write", {"path": CONFIG, "file_text": "{}"}),  # Copilot CLI's create
     ("Edit", {"path": CONFIG, "old_str": "25", "new_str": "2500"}),  # Copilot CLI's edit
     ("Write", {"filePath": CONFIG, "content": "{}"}),  # OpenCode's write
-    ("Edit", {"notebook_path": f"{OWN}/x.ipynb", "new_source": ""}),
+    ("NotebookEdit", {"notebook_path": f"{OWN}/x.ipynb", "new_source": ""}),  # unmapped
     ("Edit", {"command": f"*** Begin Patch\n*** Delete File: {CONFIG}\n*** End Patch"}),  # Codex
     ("Edit", {"patchText": "*** Begin Patch\n*** Add File: ../.config/runaway-guard/config.json"}),
     ("Edit", {"command": f"--- a/hook.py\n+++ b/{OWN}/runaway_guard/hook.py\n@@ -1 +1 @@"}),
