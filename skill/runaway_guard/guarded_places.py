@@ -326,13 +326,16 @@ def _shell_texts(words, here):
 
 
 def _script_index(words, verb_at):
-    """Where the script is in `[python3 [-u]] …/status.py`, else -1."""
+    """Where the script is in `[python3 [-u]] …/status.py`, else -1 (`python3 -c CODE` and
+    `-m MODULE` run no script)."""
     if verb_at >= len(words):
         return -1
     if fs.basename(words[verb_at]).startswith("python"):
         index = verb_at + 1
         while index < len(words) and words[index].startswith("-"):
-            index += 1
+            if words[index] in ("-c", "-m") or words[index] == "-":
+                return -1
+            index += 2 if words[index] in ("-W", "-X") else 1
         return index if index < len(words) else -1
     return verb_at
 
@@ -343,10 +346,10 @@ def _is_status(words, verb_at):
 
 
 def _status_flags_loosen(words):
-    """--raise-cap, --clear, --off, or a prefix argparse takes for one (`--raise`, `--of`)."""
+    """--raise-cap, --clear, --off, or a prefix argparse takes for one (`--r`, `--of`)."""
     for word in words:
         flag = word.partition("=")[0]
-        if len(flag) > 3 and any(loosening.startswith(flag) for loosening in LOOSENING_FLAGS):
+        if len(flag) > 2 and any(loosening.startswith(flag) for loosening in LOOSENING_FLAGS):
             return True
     return False
 

@@ -80,6 +80,9 @@ LOOSENING = [
     f"python3 {STATUS} --session s1 --clear",
     f"python3 {STATUS} --off",
     f"python3 {STATUS} --rai 50",  # argparse takes a prefix
+    f"python3 {STATUS} --r 50",
+    f"python3 {STATUS} --cl",
+    "python3 -c \"import os; os.remove('/home/u/.config/runaway-guard/config.json')\" x/status.py",
     f"python3 {STATUS} --json && python3 {STATUS} --raise-cap 50",
     f"echo --off | xargs python3 {STATUS}",
     "python3 status.py --raise-cap 50",  # any status.py: the flags say what it is for
