@@ -92,7 +92,7 @@ def _may_reach(text, state_dir):
 
 def _works_in(cwd, state_dir):
     """Whether the call runs in a folder that may be the guard's (then `rm -rf .` reaches it)."""
-    return bool(cwd) and _may_reach(cwd, state_dir)
+    return bool(cwd) and ("runaway" in cwd or cwd.startswith((state_dir, SKILL_DIR)))
 
 
 def _changes_files(tool):
