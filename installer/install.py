@@ -46,7 +46,7 @@ def run_install(
     if not args.uninstall:
         check_source(source)
         targets = _without_plugged(targets, env, out)
-    plans = [make_plan(t, source, args.python, args.uninstall) for t in targets]  # may refuse
+    plans = [make_plan(t, source, args.python, args.uninstall, env) for t in targets]  # may refuse
     for plan in plans:
         print(f"== {plan.target.host.LABEL} ({plan.target.scope} scope)", file=out)
         for note in plan.merge.notes:

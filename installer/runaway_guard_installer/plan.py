@@ -4,11 +4,11 @@ what the person must do next."""
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import owned_file
+from . import owned_file, permission_rules
 from .hook_list import (
     Merge,
     hook_command,
@@ -30,7 +30,7 @@ from .skill_folder import (
     plan_copy,
     remove_skill,
 )
-from .targets import Target
+from .targets import Target, home_dir
 
 
 @dataclass
@@ -43,7 +43,9 @@ class Plan:
     delete: bool = False  # uninstall of a file the guard owns
 
 
-def make_plan(target: Target, source: Path, python: str, uninstall: bool) -> Plan:
+def make_plan(
+    target: Target, source: Path, python: str, uninstall: bool, env: Mapping[str, str]
+) -> Plan:
     if target.entry["kind"] == "owned-file":
         return _owned_plan(target, source, python, uninstall)
     loaded = load_settings(target.settings, target.entry["events"])
@@ -52,11 +54,37 @@ def make_plan(target: Target, source: Path, python: str, uninstall: bool) -> Pla
     else:
         command = hook_command(python, target.skill_dir, target.entry)
         merge = merge_install(loaded.obj, target.entry, command)
+    _guard_rules(target, merge, uninstall, env)
     changed = merge.action in ("added", "updated", "removed")
     new_bytes = dump_settings(merge.obj, loaded.bom) if changed else None
     if new_bytes is not None:
         check_writable(target.settings)
     return Plan(target, loaded, merge, new_bytes, _copy_lines(target, source, uninstall))
+
+
+def _guard_rules(target: Target, merge: Merge, uninstall: bool, env: Mapping[str, str]) -> None:
+    """The host's permission rules for the guard's folders, added or taken out with the hook."""
+    spec = target.host.INSTALL.get("guard_rules")
+    if not spec:
+        return
+    folders = permission_rules.guarded_folders(target.skill_dir, env)
+    wanted = permission_rules.rules(spec, folders, home_dir(env))
+    if uninstall:
+        merge.obj, changed = permission_rules.remove(merge.obj, spec, wanted)
+        if changed and merge.action == "absent":
+            merge.action = "removed"
+        return
+    merge.obj, changed, notes = permission_rules.add(merge.obj, spec, wanted)
+    merge.notes += notes
+    if changed:
+        where = ".".join(spec["list"])
+        merge.notes.append(
+            f"{target.host.LABEL} asks before its file tools change the guard's folders: "
+            f"{', '.join(wanted)} added to {where} in {target.settings} (--uninstall takes "
+            "them out; to drop them by hand, delete those lines)."
+        )
+        if merge.action == "unchanged":
+            merge.action = "updated"
 
 
 def _owned_plan(target: Target, source: Path, python: str, uninstall: bool) -> Plan:

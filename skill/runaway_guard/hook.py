@@ -372,13 +372,14 @@ def _wires(book, call, call_hash, settings, daily):
 
 
 def _loosen_decision(call):
-    command = call.command or f"{controls.status_command()} --raise-cap <USD>"
+    command = controls.describe(call)
+    how = "run this in their own terminal" if call.command else "make this change themselves"
     return {
         "kind": ASK,
         "wire": "control",
         "model": (
             "runaway-guard: only the user can loosen the guard's limits. Do not retry; ask the "
-            f"user to run this in their own terminal if they want to: {command}"
+            f"user to {how} if they want to: {command}"
         ),
         "person": (
             "runaway-guard: the agent wants to loosen the guard's limits with: "

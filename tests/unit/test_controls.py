@@ -8,11 +8,19 @@ terminal. The person runs the same commands from status.py, which writes the ses
 import types
 
 import pytest
+from guard_env import ROOT, fuzz
+from hypothesis import given
+from hypothesis import strategies as st
 from runaway_guard import controls
 from test_status import STATUS, Claude, Codex, World, kind
 
-STATE_DIR = "/home/u/.local/state/runaway-guard"
-CONFIG = "/home/u/.config/runaway-guard/config.json"
+HOME = "/home/u"
+ENVIRON = {"HOME": HOME}
+STATE_DIR = f"{HOME}/.local/state/runaway-guard"
+CONFIG_DIR = f"{HOME}/.config/runaway-guard"
+CONFIG = f"{CONFIG_DIR}/config.json"
+PROJECT = f"{HOME}/proj"
+OWN = str(ROOT / "skill")
 
 
 @pytest.fixture
@@ -20,61 +28,317 @@ def world(tmp_path):
     return World(tmp_path)
 
 
-def classify(command=None, tool="Bash", tool_input=None):
+def classify(command=None, tool="Bash", tool_input=None, cwd=PROJECT):
     if tool_input is None:
         tool_input = {"command": command}
-    call = types.SimpleNamespace(command=command, tool=tool, tool_input=tool_input)
-    return controls.classify(call, STATE_DIR, CONFIG)
+    call = types.SimpleNamespace(
+        command=command if tool == "Bash" else None, tool=tool, tool_input=tool_input, cwd=cwd
+    )
+    return controls.classify(call, STATE_DIR, CONFIG, ENVIRON)
+
+
+@pytest.mark.parametrize(
+    ("command", "cwd"),
+    [
+        (f"python3 {STATUS}", PROJECT),
+        (f"python3 '{STATUS}' --json", PROJECT),
+        (f"python3 {STATUS} --today --json", PROJECT),
+        (f"python3 {STATUS} --session abc-123 --json", PROJECT),
+        (f"{STATUS} -h", PROJECT),
+        ("python3 skill/status.py --json", str(ROOT)),  # relative to the call's folder
+        ("python3 status.py", OWN),
+        (f"cd {ROOT} && python3 skill/status.py --json", PROJECT),  # as SKILL.md says
+        (f"python3 {OWN}/../skill/status.py --json 2>&1", PROJECT),
+    ],
+)
+def test_plain_status_calls(command, cwd):
+    assert classify(command, cwd=cwd) == controls.STATUS
+
+
+def test_a_link_to_the_guards_status_py_is_its_status_py(tmp_path):
+    (tmp_path / "status.py").symlink_to(STATUS)
+    assert classify("python3 status.py --json", cwd=str(tmp_path)) == controls.STATUS
 
 
 @pytest.mark.parametrize(
     "command",
     [
-        "python3 skill/status.py",
-        f"python3 '{STATUS}' --json",
-        "python3 /x/runaway-guard/skill/status.py --today --json",
-        "python3 skill/status.py --session abc-123 --json",
-        "skill/status.py -h",
+        "python3 status.py --json",  # the repository's own status.py
+        "python3 ./status.py",
+        "python3 /x/runaway-guard/skill/status.py --today --json",  # another copy
+        f"cd {OWN} && cd /tmp && python3 status.py",
     ],
 )
-def test_plain_status_calls(command):
-    assert classify(command) == controls.STATUS
+def test_another_status_py_is_an_ordinary_call(tmp_path, command):
+    (tmp_path / "status.py").write_text("print('not the guard')\n")
+    assert classify(command, cwd=str(tmp_path)) is None
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        "python3 skill/status.py --raise-cap 50",
-        "python3 skill/status.py --session s1 --clear",
-        "python3 skill/status.py --off",
-        "python3 skill/status.py --json && python3 skill/status.py --raise-cap 50",
-        "RUNAWAY_GUARD_MAX_USD=500 claude -p go",
-        f"rm -rf {STATE_DIR}/sessions",
-        f"echo '{{}}' > {CONFIG}",
-    ],
-)
+# Every spelling an agent may use to change the guard's config, state or own files.
+LOOSENING = [
+    f"python3 {STATUS} --raise-cap 50",
+    f"python3 {STATUS} --session s1 --clear",
+    f"python3 {STATUS} --off",
+    f"python3 {STATUS} --rai 50",  # argparse takes a prefix
+    f"python3 {STATUS} --r 50",
+    f"python3 {STATUS} --cl",
+    "python3 -c \"import os; os.remove('/home/u/.config/runaway-guard/config.json')\" x/status.py",
+    f"python3 {STATUS} --json && python3 {STATUS} --raise-cap 50",
+    f"echo --off | xargs python3 {STATUS}",
+    "python3 status.py --raise-cap 50",  # any status.py: the flags say what it is for
+    "RUNAWAY_GUARD_MAX_USD=500 claude -p go",
+    "export RUNAWAY_GUARD_OFF=1",
+    "echo 'export RUNAWAY_GUARD_OFF=1' >> ~/.bashrc",
+    "env -u RUNAWAY_GUARD_MAX_USD claude -p go",
+    f"rm -rf {STATE_DIR}/sessions",
+    f"echo '{{}}' > {CONFIG}",
+    """echo '{"off":true}' > ~/.config/runaway-guard/config.json""",
+    """echo '{"off":true}' > $HOME/.config/runaway-guard/config.json""",
+    """echo '{"off":true}' > ${HOME}/.config/runaway-guard/config.json""",
+    'echo \'{"off":true}\' > "$HOME/.config/runaway-guard/config.json"',
+    """echo '{"off":true}' > $XDG_CONFIG_HOME/runaway-guard/config.json""",
+    """echo '{"off":true}' >> ~/.config/runaway-guard/config.json""",
+    """echo '{"off":true}' >| ~/.config/runaway-guard/config.json""",
+    """echo '{"off":true}' &> ~/.config/runaway-guard/config.json""",
+    """printf '{"off":true}' 1>~/.config/runaway-guard/config.json""",
+    """echo '{"off":true}' | tee ~/.config/runaway-guard/config.json""",
+    """echo '{"off":true}' | sudo tee -a ~/.config/runaway-guard/config.json >/dev/null""",
+    "cat > ~/.config/runaway-guard/config.json <<'EOF'\n{\"off\": true}\nEOF",
+    "cp /tmp/loose.json ~/.config/runaway-guard/config.json",
+    "cp -t ~/.config/runaway-guard /tmp/config.json",
+    "mv /tmp/loose.json ~/.config/runaway-guard/config.json",
+    "mv ~/.config/runaway-guard/config.json /tmp/",
+    "ln -sf /tmp/loose.json ~/.config/runaway-guard/config.json",
+    "sed -i 's/25/2500/' ~/.config/runaway-guard/config.json",
+    "sed -Ei.bak 's/25/2500/' $HOME/.config/runaway-guard/config.json",
+    "truncate -s0 ~/.config/runaway-guard/config.json",
+    "dd if=/tmp/x of=$HOME/.config/runaway-guard/config.json",
+    "rm -rf ~/.local/state/runaway-guard",
+    "rm -rf $HOME/.local/state/runaway-guard",
+    "rm -rf ${XDG_STATE_HOME}/runaway-guard",
+    'rm -rf "$RUNAWAY_GUARD_STATE_DIR"',
+    "rm -rf ~/.local/state",  # the folder that holds it
+    "rm -rf ~/.local/state/runaway-*",
+    "rm -r ~/.config/runaway-guard",
+    "find ~/.local/state/runaway-guard -name '*.state' -delete",
+    "find ~/.local/state/runaway-guard -type f | xargs rm",
+    'find ~/.local/state/runaway-guard -type f | while read f; do rm "$f"; done',
+    "for f in ~/.local/state/runaway-guard/*; do rm $f; done",
+    "cd ~/.config/runaway-guard && echo '{}' > config.json",
+    "cd ~/.config && rm -rf runaway-guard",
+    "cd ~/.local/state/runaway-guard; rm -rf *",
+    "python3 -c \"open('/home/u/.config/runaway-guard/config.json', 'w').write('{}')\"",
+    "python3 -c 'import os; os.remove(os.path.expanduser(\"~/.config/runaway-guard/x\"))'",
+    "python3 - <<EOF\nimport shutil\nshutil.rmtree('/home/u/.local/state/runaway-guard')\nEOF",
+    "echo \"import os; os.remove('$HOME/.config/runaway-guard/config.json')\" | python3",
+    "node -e \"require('fs').rmSync(process.env.HOME + '/.local/state/runaway-guard', {})\"",
+    "bash -c 'rm -rf ~/.local/state/runaway-guard'",
+    "sh -c \"echo '{}' > \\$HOME/.config/runaway-guard/config.json\"",
+    "eval 'rm -rf ~/.local/state/runaway-guard'",
+    'echo "$(rm -rf ~/.local/state/runaway-guard)"',
+    "ls `rm -rf ~/.local/state/runaway-guard`",
+    "D=~/.config/runaway-guard; rm -rf $D",
+    "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: ../.config/runaway-guard/config.json\n"
+    '@@\n-{}\n+{"off": true}\n*** End Patch\nEOF',
+    f"sed -i 's/refuse/allow/' {OWN}/runaway_guard/hook.py",
+    f"echo 'raise SystemExit' > {OWN}/guard.py",
+    f"rm -rf {OWN}",
+    "unset RUNAWAY_GUARD_MAX_USD",
+    "bash <<'EOF'\nrm -rf ~/.local/state/runaway-guard\nEOF",
+    "python3 <<< \"import shutil; shutil.rmtree('$HOME/.local/state/runaway-guard')\"",
+    "git checkout HEAD~3 -- .runaway-guard.json",
+    "rm .runaway-guard.json",
+    "echo '{}' > .runaway-guard.json",
+]
+
+
+@pytest.mark.parametrize("command", LOOSENING)
 def test_loosening_calls(command):
     assert classify(command) == controls.LOOSEN
+
+
+@pytest.mark.parametrize(
+    ("command", "cwd"),
+    [
+        ("echo '{}' > config.json", CONFIG_DIR),
+        ("rm -rf .", STATE_DIR),
+        ("rm -rf ../runaway-guard", f"{STATE_DIR}/sessions"),
+        ("git checkout .", OWN),
+        ("rm -rf sessions", STATE_DIR),
+    ],
+)
+def test_relative_paths_from_a_guarded_folder_loosen(command, cwd):
+    assert classify(command, cwd=cwd) == controls.LOOSEN
 
 
 @pytest.mark.parametrize(
     "command",
     [
         "ls -la",
-        "python3 skill/status.py --json; rm -rf build",  # chained: not a plain status call
-        "python3 skill/status.py --json | tee out.txt",
-        "python3 skill/status.py --verbose",
+        "cat ~/.config/runaway-guard/config.json",
+        "cat $HOME/.config/runaway-guard/config.json",
+        "jq .max_usd ~/.config/runaway-guard/config.json",
+        "ls -la ~/.local/state/runaway-guard/",
+        "head -n 5 ~/.local/state/runaway-guard/hook.log",
+        "tail -f $XDG_STATE_HOME/runaway-guard/hook.log",
+        "grep -r max_usd ~/.config/runaway-guard",
+        "find ~/.local/state/runaway-guard -name '*.state'",
+        "cat ~/.config/runaway-guard/config.json | jq .",
+        "cp ~/.config/runaway-guard/config.json /tmp/backup.json",  # a copy out only reads
+        "echo $RUNAWAY_GUARD_STATE_DIR",
+        "cat .runaway-guard.json",
+        "git commit -m 'runaway-guard: fix the cap'",
+        "grep -rn RUNAWAY_GUARD_ README.md",
+        "git commit -m \"$(cat <<'EOF'\nFix the runaway-guard (cap) check\nEOF\n)\"",
+        "python3 -m pip install runaway-guard",
+        "cat <<EOF > notes.md\nThe runaway-guard config lives in ~/.config/runaway-guard\nEOF",
+        f"python3 {STATUS} --json | jq .spend_usd",  # not plain: judged by the wires
+        f"python3 {STATUS} --json; rm -rf build",
+        f"python3 {STATUS} --json | tee out.txt",
+        f"python3 {STATUS} --verbose",
     ],
 )
-def test_other_calls_go_through_the_wires(command):
+def test_reads_and_other_calls_go_through_the_wires(command):
     assert classify(command) is None
 
 
-def test_edits_of_the_guards_files_loosen():
-    edit = {"file_path": f"{STATE_DIR}/sessions/claude/s1.state", "old_string": "a"}
-    assert classify(tool="Edit", tool_input=edit) == controls.LOOSEN
-    assert classify(tool="Write", tool_input={"file_path": CONFIG}) == controls.LOOSEN
-    assert classify(tool="Edit", tool_input={"file_path": "/repo/app.py"}) is None
+def test_a_command_too_long_to_read_loosens_when_it_names_a_guarded_folder():
+    padding = "x" * (70 << 10)
+    assert classify(f"echo {padding} > ~/.config/runaway-guard/config.json") == controls.LOOSEN
+    assert classify(f"echo {padding} runaway") is None
+
+
+def test_reading_in_a_guarded_folder_goes_through_the_wires():
+    assert classify("cat config.json", cwd=CONFIG_DIR) is None
+    assert classify("ls -la", cwd=STATE_DIR) is None
+
+
+def test_the_common_call_is_not_read_word_by_word(monkeypatch):
+    def read(*args):
+        raise AssertionError("read word by word")
+
+    monkeypatch.setattr(controls, "_read_command", read)
+    for command in ("ls -la", "npm test && git status", "python3 -m pytest -q"):
+        assert classify(command) is None
+
+
+# Each host's file tools, in the shapes their payloads give (tests/fixtures/<host>/).
+FILE_TOOLS = [
+    ("Write", {"file_path": CONFIG, "content": '{"off": true}'}),  # Claude Code, Cursor
+    ("Edit", {"file_path": CONFIG, "old_string": "25", "new_string": "2500"}),
+    ("Edit", {"file_path": f"{OWN}/guard.py", "old_string": "a", "new_string": "b"}),
+    ("Write", {"file_path": f"{STATE_DIR}/sessions/claude/s1.state", "content": ""}),
+    ("Write", {"file_path": "~/.config/runaway-guard/config.json", "content": "{}"}),
+    ("Write", {"file_path": "../.config/runaway-guard/config.json", "content": "{}"}),
+    ("Write", {"path": CONFIG, "file_text": "{}"}),  # Copilot CLI's create
+    ("Edit", {"path": CONFIG, "old_str": "25", "new_str": "2500"}),  # Copilot CLI's edit
+    ("Write", {"filePath": CONFIG, "content": "{}"}),  # OpenCode's write
+    ("NotebookEdit", {"notebook_path": f"{OWN}/x.ipynb", "new_source": ""}),  # unmapped
+    ("Edit", {"command": f"*** Begin Patch\n*** Delete File: {CONFIG}\n*** End Patch"}),  # Codex
+    ("Edit", {"patchText": "*** Begin Patch\n*** Add File: ../.config/runaway-guard/config.json"}),
+    ("Edit", {"command": f"--- a/hook.py\n+++ b/{OWN}/runaway_guard/hook.py\n@@ -1 +1 @@"}),
+    ("Write", {"file_path": f"{PROJECT}/.runaway-guard.json", "content": "{}"}),
+    ("mcp__fs__delete_file", {"path": CONFIG}),
+    ("mcp__fs__move_file", {"source": CONFIG, "destination": "/tmp/c.json"}),
+]
+
+
+@pytest.mark.parametrize(("tool", "tool_input"), FILE_TOOLS)
+def test_file_tools_aimed_at_the_guard_loosen(tool, tool_input):
+    assert classify(tool=tool, tool_input=tool_input) == controls.LOOSEN
+
+
+def test_file_tools_relative_to_a_guarded_folder_loosen():
+    write = {"file_path": "config.json", "content": "{}"}
+    assert classify(tool="Write", tool_input=write, cwd=CONFIG_DIR) == controls.LOOSEN
+    patch = {"command": "*** Begin Patch\n*** Update File: hook.py\n"}
+    assert classify(tool="Edit", tool_input=patch, cwd=f"{OWN}/runaway_guard") == controls.LOOSEN
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input"),
+    [
+        ("Edit", {"file_path": "/repo/app.py", "old_string": "a"}),
+        ("Write", {"file_path": "notes/runaway-guard.md", "content": CONFIG}),
+        ("Read", {"file_path": CONFIG}),
+        ("Edit", {"command": "*** Begin Patch\n*** Update File: src/main.rs\n"}),
+        ("TodoWrite", {"todos": [{"content": f"edit {CONFIG}"}]}),
+    ],
+)
+def test_other_file_tool_calls_go_through_the_wires(tool, tool_input):
+    assert classify(tool=tool, tool_input=tool_input) is None
+
+
+# -- a property over spellings
+
+PLACES = {
+    "config": [
+        "~/.config/runaway-guard",
+        "$HOME/.config/runaway-guard",
+        "${HOME}/.config/runaway-guard",
+        "$XDG_CONFIG_HOME/runaway-guard",
+        CONFIG_DIR,
+    ],
+    "state": [
+        "~/.local/state/runaway-guard",
+        "${XDG_STATE_HOME}/runaway-guard",
+        "$RUNAWAY_GUARD_STATE_DIR",
+        STATE_DIR,
+    ],
+}
+WRITERS = [
+    "echo '{{}}' > {}",
+    "echo x >> {}",
+    "printf x | tee {}",
+    "printf x | tee -a {}",
+    "cp /tmp/x {}",
+    "mv /tmp/x {}",
+    "rm -f {}",
+    "rm -rf {}",
+    "sed -i s/a/b/ {}",
+    "touch {}",
+    "truncate -s 0 {}",
+    "ln -sf /tmp/x {}",
+    "install -m 600 /tmp/x {}",
+    "chmod 777 {}",
+]
+READS = ["cat {}", "head -c 100 {}", "ls -l {}", "wc -c {}", "jq . {}", "grep -c x {}", "stat {}"]
+
+
+def _spelled(draw, template, place, name, quote):
+    path = f"{place}/{name}" if name else place
+    if quote and not path.startswith("~"):
+        path = f'"{path}"'
+    command = template.format(path)
+    return (
+        draw(st.sampled_from(["", "cd /tmp && ", "sudo ", "true; ", "set -e\n"]))
+        + command
+        + draw(st.sampled_from(["", " 2>&1", " && echo done", " || true", "; ls"]))
+    )
+
+
+@fuzz(300)
+@given(st.data())
+def test_every_spelling_of_a_write_loosens_and_every_read_passes(data):
+    draw = data.draw
+    folder = draw(st.sampled_from(sorted(PLACES)))
+    place = draw(st.sampled_from(PLACES[folder]))
+    name = draw(st.sampled_from(["config.json", "", "sessions/claude/s1.state", "hook.log"]))
+    quote = draw(st.booleans())
+    writer = _spelled(draw, draw(st.sampled_from(WRITERS)), place, name, quote)
+    assert classify(writer) == controls.LOOSEN, writer
+    reader = _spelled(draw, draw(st.sampled_from(READS)), place, name, quote)
+    assert classify(reader) is None, reader
+
+
+@fuzz(300)
+@given(
+    st.text(alphabet=st.sampled_from(list(" ~$/{}()'\"`;&|<>\\\n*=-.#aHOMEruny_gd")), max_size=80)
+)
+def test_any_text_near_the_guard_gives_an_answer(text):
+    for command in (text, f"{text} runaway-guard", f"python3 {STATUS} {text}"):
+        assert classify(command) in (None, controls.LOOSEN, controls.STATUS)
+        assert classify(command, cwd=STATE_DIR) in (None, controls.LOOSEN, controls.STATUS)
 
 
 # -- through the guard, on both hosts
@@ -185,3 +449,44 @@ def test_off_and_on_for_one_session(world, host):
     code, out, _ = world.status("--on", cwd=proj, **env)
     assert code == 0
     assert kind(session.call(**env)[1]) in ("stop", "deny")
+
+
+@pytest.mark.parametrize("host", ["claude", "codex"])
+def test_a_repositorys_own_status_py_does_not_pass_a_stopped_session(world, host):
+    proj, session, env = stopped_at_cap(world, host)
+    (proj / "status.py").write_text("import shutil; shutil.rmtree('/')\n")
+    _, answer = session.call("python3 status.py --json", spend=False, **env)
+    assert kind(answer) == ("stop" if host == "claude" else "deny")
+    _, answer = session.call(f"python3 {STATUS} --json", spend=False, **env)
+    assert answer is None
+
+
+@pytest.mark.parametrize("host", ["claude", "codex"])
+def test_the_agent_cannot_write_the_config_file(world, host):
+    """Asked on Claude Code, refused on Codex: with `~` and `$HOME`, whatever the session's
+    state, and nothing is written by the guard itself."""
+    proj = world.project("proj")
+    session = (Claude if host == "claude" else Codex)(world, proj, f"{host}-config")
+    for command in (
+        """echo '{"off": true}' > ~/.config/runaway-guard/config.json""",
+        """echo '{"off": true}' > $HOME/.config/runaway-guard/config.json""",
+        f"rm -rf {world.state_dir}",
+    ):
+        _, answer = session.call(command, spend=False)
+        assert kind(answer) == ("ask" if host == "claude" else "deny"), command
+        reason = answer["hookSpecificOutput"]["permissionDecisionReason"]
+        assert command in reason
+    assert not (world.home / ".config" / "runaway-guard").exists()
+
+
+def test_a_write_tool_call_names_its_file_to_the_person(world):
+    proj = world.project("proj")
+    session = Claude(world, proj, "claude-write")
+    config = world.home / ".config" / "runaway-guard" / "config.json"
+    write = {"file_path": str(config), "content": '{"off": true}'}
+    _, answer = session.call(tool="Write", tool_input=write, spend=False)
+    assert kind(answer) == "ask"
+    assert f"Write {config}" in answer["hookSpecificOutput"]["permissionDecisionReason"]
+    # an ordinary file goes through
+    note = {"file_path": str(proj / "notes.md"), "content": "hi"}
+    assert session.call(tool="Write", tool_input=note, spend=False)[1] is None

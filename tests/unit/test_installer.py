@@ -131,7 +131,7 @@ def without_guard(obj):
     PreToolUse list and an empty hooks object (the one documented exception to "uninstall gives
     back the original": an empty container cannot be told apart from one the installer made).
     """
-    obj = copy.deepcopy(obj)
+    obj = copy.deepcopy(without_guard_rules(obj))
     hooks = obj.get("hooks")
     if not isinstance(hooks, dict):
         return obj
@@ -153,6 +153,28 @@ def without_guard(obj):
 
 
 EVENT = "PreToolUse"
+
+
+def is_guard_rule(rule) -> bool:
+    """A permission rule for one of the guard's folders (they all end in runaway-guard)."""
+    return isinstance(rule, str) and rule.startswith("Edit(") and rule.endswith("runaway-guard/**)")
+
+
+def without_guard_rules(obj):
+    """The settings object without the guard's rules in permissions.ask, nor what they alone
+    filled."""
+    obj = copy.deepcopy(obj)
+    permissions = obj.get("permissions")
+    if not isinstance(permissions, dict) or not isinstance(permissions.get("ask"), list):
+        return obj
+    kept = [rule for rule in permissions["ask"] if not is_guard_rule(rule)]
+    if kept:
+        permissions["ask"] = kept
+    else:
+        del permissions["ask"]
+        if not permissions:
+            del obj["permissions"]
+    return obj
 
 
 def same(a, b) -> bool:

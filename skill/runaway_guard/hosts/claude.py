@@ -41,6 +41,9 @@ INSTALL = {
     "project": {"settings": ".claude/settings.local.json", "skills": ".claude/skills"},
     "binaries": ("claude",),
     "entry": hook_entry("PreToolUse"),
+    # Claude Code's own rules: its file tools (Edit covers Write, MultiEdit and NotebookEdit)
+    # ask before they change the guard's folders, even where the hook cannot run.
+    "guard_rules": {"list": ("permissions", "ask"), "rule": "Edit({path}/**)"},
     "after_install": (
         "Claude Code: restart it (or open /hooks) so it loads the hook; in a folder you have not "
         "trusted yet, accept the trust prompt first.",

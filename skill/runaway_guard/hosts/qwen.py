@@ -46,6 +46,9 @@ INSTALL = {
     # run. PostToolUse/PostToolUseFailure report each outcome as the call ends: the chat file
     # may get it a moment later. No matcher: every tool (a group without one matches all).
     "entry": hook_entry("PreToolUse", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure"),
+    # Qwen Code's own rules, in Claude Code's syntax: Edit covers edit, write_file and
+    # notebook_edit; they ask before those change the guard's folders.
+    "guard_rules": {"list": ("permissions", "ask"), "rule": "Edit({path}/**)"},
     "after_install": (
         "Qwen Code: the hook applies from its next session, in every folder (trusted or not).",
     ),
