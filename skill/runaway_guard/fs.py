@@ -16,12 +16,14 @@ try:
         O_APPEND,
         O_CREAT,
         O_EXCL,
+        O_NOFOLLOW,
         O_NONBLOCK,
         O_RDONLY,
         O_RDWR,
         O_TRUNC,
         O_WRONLY,
         _exit,
+        chmod,
         close,
         fstat,
         getcwd,
@@ -32,6 +34,7 @@ try:
         listdir,
         lockf,
         lseek,
+        lstat,
         mkdir,
         open,
         read,
@@ -55,6 +58,7 @@ except ImportError:  # Windows: os itself (no advisory locks there: see ledger.L
         O_TRUNC,
         O_WRONLY,
         _exit,
+        chmod,
         close,
         environ,
         fstat,
@@ -64,6 +68,7 @@ except ImportError:  # Windows: os itself (no advisory locks there: see ledger.L
         kill,
         listdir,
         lseek,
+        lstat,
         mkdir,
         open,
         read,
@@ -79,7 +84,7 @@ except ImportError:  # Windows: os itself (no advisory locks there: see ledger.L
     from os.path import abspath, basename, dirname, exists, expanduser, isdir, isfile, join
 
     F_TLOCK = lockf = getuid = None
-    O_NONBLOCK = 0
+    O_NONBLOCK = O_NOFOLLOW = 0
     sep = "\\"
 
     def makedirs(path, mode=0o777):
