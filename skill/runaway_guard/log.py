@@ -12,6 +12,7 @@ LOG_NAME = "hook.log"
 MAX_BYTES = 1 << 20
 HIDDEN = "***"
 _QUOTES = "'\"`"
+_SCHEME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 
 
 def append(state_dir, kind, text):
@@ -41,8 +42,8 @@ def redact_url(url):
     have one, and in others they carry tokens). The credentials are all between the scheme and
     the URL's last @, so a password holding / # ? @ : or spaces is hidden whole."""
     scheme, sep, rest = url.partition("://")
-    if not sep:
-        scheme, rest = "", url
+    if not (scheme[:1].isalpha() and set(scheme) <= _SCHEME):
+        scheme, sep, rest = "", "", url  # no scheme: that :// is in the password
     return scheme + sep + _hide(rest, whole=True)
 
 
