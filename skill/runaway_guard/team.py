@@ -22,8 +22,15 @@ stdio on /dev/null, a session of its own, no descriptor of the host's; a lock fi
 held while it refreshes, makes it the only one. Servers out of reach: the cache keeps the last
 figures and says since when they are stale; the guard fails open (the local caps still hold),
 unless team_fail_closed (for CI) asks it to refuse instead, and the hooks retry with a backoff.
-While the machine's sessions keep changing, the refresh stays and refreshes once an interval,
-so a session's last spend is published even when no call follows it.
+Fail-closed also refuses while the figures cannot be known otherwise: a refresh that cannot be
+started, one that has not ended in time (the awaited mark), figures long unread with none under
+way, team settings that cannot work (_unchecked). While the machine's sessions keep changing,
+the refresh stays and refreshes once an interval, so a session's last spend is published even
+when no call follows it.
+
+What the servers answer is input: every request has an overall deadline, an answer a size
+limit, a sum must be finite and not negative, a redirect is an error (it would carry the
+credentials elsewhere). No URL is shown with its password (log.redact_url).
 
 This module is imported only when a team is configured; urllib only in the refresh.
 """
