@@ -264,7 +264,7 @@ def _url_problem(value):
     to the wrong host."""
     if not value or not value.startswith(("http://", "https://")):
         return "give an http:// or https:// URL"
-    if any(c <= " " or c == "\x7f" for c in value):
+    if " " in value or not value.isprintable():
         return "no spaces or control characters"
     rest = value.partition("://")[2]
     authority_end = min([i for i in map(rest.find, "/?#") if i >= 0] or [len(rest)])
