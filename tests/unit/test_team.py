@@ -908,9 +908,14 @@ def test_the_team_folder_and_its_files_are_private(guard_env, servers, monkeypat
     assert folder.stat().st_mode & 0o777 == 0o700
     for name in ("cache.json", "machine"):
         assert (folder / name).stat().st_mode & 0o777 == 0o600
-    # A link where the refresh lock is: not followed, the refresh not started.
+    # A link where the cache's new copy is written: not followed.
     target = guard_env.root / "elsewhere"
     target.write_text("keep")
+    (folder / f"cache.json.{os.getpid()}.tmp").symlink_to(target)
+    with pytest.raises(OSError):
+        team.refresh(settings, NOW)
+    (folder / f"cache.json.{os.getpid()}.tmp").unlink()
+    # A link where the refresh lock is: not followed, the refresh not started.
     (folder / "refresh.lock").symlink_to(target)
     with pytest.raises(OSError):
         team.start_refresh(settings)
