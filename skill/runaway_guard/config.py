@@ -480,7 +480,11 @@ def _user_off(user, path, problems):
 
 def _team(settings, user, project, environ, problems, user_path):
     """The team settings, each from the environment or else the user's file; only a complete
-    and valid set (team, both URLs) switches team budgets on."""
+    and valid set (team, both URLs) switches team budgets on. A URL is shown with its password
+    hidden, valid or not. A team named with a set that cannot work turns team budgets off,
+    unless team_fail_closed asks to refuse then: settings.team_error says why, and team.py
+    refuses every call with it."""
+    settings.team_error = None
     texts = {}
     for key in TEAM_TEXTS:
         raw, where = environ.get(PREFIX + key.upper()), PREFIX + key.upper()
@@ -490,29 +494,69 @@ def _team(settings, user, project, environ, problems, user_path):
             continue
         value = raw.strip() if isinstance(raw, str) else None
         if key in ("team", "user"):
-            ok = value and len(value) <= 64 and set(value) <= _LABEL
-            hint = "use 1 to 64 of A-Z a-z 0-9 . _ -"
+            hint = None if is_label(value) else "use 1 to 64 of A-Z a-z 0-9 . _ -, not . or .."
+            shown = raw
         else:
-            ok = value and value.startswith(("http://", "https://")) and " " not in value
-            hint = "give an http:// or https:// URL"
-        if ok:
+            hint = _url_problem(value)
+            from . import log
+
+            shown = log.redact_url(raw) if isinstance(raw, str) else f"a {type(raw).__name__}"
+        if hint is None:
             texts[key] = value.rstrip("/") if key.endswith("_url") else value
         else:
-            problems.append(f"{where}={raw!r} is not valid ({hint}); ignored")
-    missing = [key for key in ("team", "pushgateway_url", "prometheus_url") if key not in texts]
-    if missing:
-        if "team" not in missing:
-            names = " and ".join(PREFIX + key.upper() for key in missing)
-            problems.append(f"team budgets are off: no valid {names}")
-        return
-    settings.team = texts["team"]
-    settings.environ = environ  # the team's refresh is started with (part of) it
-    settings.user = texts.get("user") or login_name(environ)
-    settings.pushgateway_url = texts["pushgateway_url"]
-    settings.prometheus_url = texts["prometheus_url"]
+            problems.append(f"{where}={shown!r} is not valid ({hint}); ignored")
     raw = environ.get(PREFIX + "TEAM_FAIL_CLOSED")
     closed = raw.strip().lower() in ("1", "true", "yes") if raw else user.get("team_fail_closed")
-    settings.team_fail_closed = closed is True or project.get("team_fail_closed") is True
+    closed = closed is True or project.get("team_fail_closed") is True
+    missing = [key for key in ("team", "pushgateway_url", "prometheus_url") if key not in texts]
+    if missing:
+        names = " and ".join(PREFIX + key.upper() for key in missing)
+        if not closed:
+            if "team" not in missing:
+                problems.append(f"team budgets are off: no valid {names}")
+            return
+        settings.team_error = f"no valid {names}"
+        problems.append(
+            f"team budgets cannot work (no valid {names}) and team_fail_closed asks to refuse "
+            "then: every tool call is refused until they are fixed"
+        )
+    settings.team = texts.get("team") or "(invalid)"
+    settings.environ = environ  # the team's refresh is started with (part of) it
+    settings.user = texts.get("user") or login_name(environ)
+    settings.pushgateway_url = texts.get("pushgateway_url")
+    settings.prometheus_url = texts.get("prometheus_url")
+    settings.team_fail_closed = closed
+
+
+def is_label(value):
+    """A team or user name: a label value and a path segment of the Pushgateway's group URL."""
+    return bool(value) and len(value) <= 64 and set(value) <= _LABEL and value not in (".", "..")
+
+
+def _url_problem(value):
+    """What is wrong with a team URL (None: nothing). A password's / ? # must be percent-encoded:
+    unencoded, they end the host part, and urllib would send the rest of the password as a path
+    to the wrong host."""
+    if not value or not value.startswith(("http://", "https://")):
+        return "give an http:// or https:// URL"
+    if " " in value or not value.isprintable():
+        return "no spaces or control characters"
+    rest = value.partition("://")[2]
+    authority_end = min([i for i in map(rest.find, "/?#") if i >= 0] or [len(rest)])
+    if "@" in rest[authority_end:]:
+        return "a / ? or # in the password must be percent-encoded: %2F %3F %23 (and at signs %40)"
+    if "?" in rest or "#" in rest:
+        return "no query or fragment: the guard adds the API's paths to the URL"
+    host = rest[:authority_end].rpartition("@")[2]
+    port = host.rpartition("]")[2] if host.startswith("[") else host
+    port = port.partition(":")[2] if ":" in port else None
+    if port is not None and not (0 < len(port) <= 5 and set(port) <= set("0123456789")):
+        return "give the port as a number"
+    if not host or host[0] == ":":
+        return "give the host"
+    if port is not None and int(port) > 65535:
+        return "give a port up to 65535"
+    return None
 
 
 def login_name(environ=fs.environ):
@@ -525,7 +569,8 @@ def login_name(environ=fs.environ):
             name = pwd.getpwuid(fs.getuid()).pw_name
         except (ImportError, KeyError, AttributeError):
             name = "unknown"
-    return "".join(c if c in _LABEL else "_" for c in name[:64]) or "unknown"
+    label = "".join(c if c in _LABEL else "_" for c in name[:64])
+    return label if is_label(label) else "unknown"
 
 
 def _interrupt(user, user_path, environ, project_path, project, problems):

@@ -85,7 +85,8 @@ def safe_name(text):
 
 
 def write_atomic(path, data):
-    """Replace path with data in one step, so readers never see a torn file."""
+    """Replace path with data in one step, so readers never see a torn file (nor a link
+    followed)."""
     temp = f"{path}.{fs.getpid()}.tmp"
     fd = fs.open(temp, fs.O_WRONLY | fs.O_CREAT_NOFOLLOW | fs.O_TRUNC, 0o600)
     try:

@@ -9,7 +9,7 @@ import json
 import os
 import time
 
-from . import config, controls, ledger, sessions
+from . import config, controls, ledger, log, sessions
 from .money import money, raised_cap, suggest_cap, usd
 
 RECENT_WINDOW = 900.0  # seconds of activity the "recent" burn rate looks back on
@@ -142,7 +142,9 @@ def build(path, state, state_dir, environ=os.environ, now=None):
     off = bool(state.get("off")) or settings.off
     problems = list(settings.problems)
     for problem in state.get("problems") or []:
-        if isinstance(problem, str) and problem not in problems:
+        # A state saved by an older version may hold a URL whole: no password is shown.
+        problem = log.redact(problem) if isinstance(problem, str) else None
+        if problem and problem not in problems:
             problems.append(problem)
 
     refusing = []

@@ -22,8 +22,15 @@ stdio on /dev/null, a session of its own, no descriptor of the host's; a lock fi
 held while it refreshes, makes it the only one. Servers out of reach: the cache keeps the last
 figures and says since when they are stale; the guard fails open (the local caps still hold),
 unless team_fail_closed (for CI) asks it to refuse instead, and the hooks retry with a backoff.
-While the machine's sessions keep changing, the refresh stays and refreshes once an interval,
-so a session's last spend is published even when no call follows it.
+Fail-closed also refuses while the figures cannot be known otherwise: a refresh that cannot be
+started, one that has not ended in time (the awaited mark), figures long unread with none under
+way, team settings that cannot work (_unchecked). While the machine's sessions keep changing,
+the refresh stays and refreshes once an interval, so a session's last spend is published even
+when no call follows it.
+
+What the servers answer is input: every request has an overall deadline, an answer a size
+limit, a sum must be finite and not negative, a redirect is an error (it would carry the
+credentials elsewhere). No URL is shown with its password (log.redact_url).
 
 This module is imported only when a team is configured; urllib only in the refresh.
 """
@@ -31,7 +38,7 @@ This module is imported only when a team is configured; urllib only in the refre
 import sys
 import time
 
-from . import fs, jsonio, ledger, wires
+from . import config, fs, jsonio, ledger, wires
 from .decisions import STOP
 from .money import PICO, money
 
@@ -39,8 +46,11 @@ VERSION = 1
 JOB = "runaway_guard"
 MONTH_METRIC = "runaway_guard_month_spend_usd"
 DAY_METRIC = "runaway_guard_day_spend_usd"
-TIMEOUT = 3.0  # seconds for one HTTP request of the refresh
+TIMEOUT = 3.0  # seconds a socket may wait for one step of a request (connecting, a read)
+REQUEST_S = 8.0  # seconds one request may take, its whole answer read (a server may trickle)
 DEADLINE = 20  # one refresh ends its process after this many seconds, whatever happens
+GRACE = 5.0  # seconds a refresh process may take to start and to write what it found
+MAX_ANSWER = 1 << 20  # bytes: a longer answer is refused
 MAX_BACKOFF = 600.0  # the longest wait between attempts while the servers are out of reach
 URGENT_GAP = 2.0  # a session near a team cap publishes its spend this soon
 LINGER_S = 600.0  # the longest a refresh process lives (then a hook starts the next one)
@@ -49,6 +59,19 @@ ACTIVE_S = 86400.0  # sessions written this recently are listed in the cache (se
 
 def folder(state_dir):
     return fs.join(state_dir, "team")
+
+
+def private_folder(state_dir):
+    """The team folder, made 0700 where it is not; refused when it is a link or another user's
+    (its files are made 0600, without following links)."""
+    path = folder(state_dir)
+    ledger.private_dir(path)
+    info = fs.lstat(path)
+    if info.st_mode & 0o170000 != 0o040000 or (fs.getuid and info.st_uid != fs.getuid()):
+        raise OSError(f"{path} is a link or another user's: remove it, the guard makes it again")
+    if info.st_mode & 0o077:
+        fs.chmod(path, 0o700)
+    return path
 
 
 def cache_path(state_dir):
@@ -68,6 +91,12 @@ def read_cache(state_dir):
 
 def _int(value):
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _amount(value):
+    """A sum of spend from the cache: an int of picodollars, never negative (None: not one)."""
+    value = _int(value)
+    return value if value is not None and value >= 0 else None
 
 
 def _month_day(spend_days, month, day):
@@ -127,11 +156,12 @@ def figures(settings, state, cache, now):
     ):
         if cache.get(period) != (month if period == "month" else day):
             continue  # a figure of last month (or yesterday) says nothing about this one
-        others, mine = _int(cache.get("others_" + period)), _int(cache.get("mine_" + period))
+        others, mine = _amount(cache.get("others_" + period)), _amount(cache.get("mine_" + period))
         if mine is None:
             continue
         delta = now_value - base[index]
-        result[scope] = (others or 0) + mine + delta  # without the others': this machine's
+        # Without the others': this machine's. Never less than this session's own spend.
+        result[scope] = max((others or 0) + mine + delta, now_value)
         result["known"][scope] = others is not None
         if scope == "team":
             result["delta"] = delta
@@ -157,6 +187,9 @@ def decisions(settings, state, tool, warned, now=None):
     """The team's and the person's rungs on the spend ladder for this call; starts a refresh
     when the cached figures are due (never waits for it)."""
     now = time.time() if now is None else now
+    capped = settings.team_monthly_usd > 0 or settings.person_daily_usd > 0
+    if settings.team_error:  # unusable settings, and fail-closed asks to refuse then
+        return [_closed(settings, _unusable(settings))] if capped else []
     cache = read_cache(settings.state_dir)
     seen = figures(settings, state, cache, now)
     warn = settings.warn_at
@@ -167,8 +200,13 @@ def decisions(settings, state, tool, warned, now=None):
             (seen["person"], settings.person_daily_usd),
         )
     )
+    not_started = None
     if due(settings, cache, now, urgent=near and seen["delta"] > 0):
-        start_refresh(settings, state.get("host"), state.get("session_id"))
+        not_started = _start(settings, state.get("host"), state.get("session_id"))
+        if not_started:
+            from . import log
+
+            log.append(settings.state_dir, "team", not_started)
     found = []
     if seen["team"] is not None:
         found.append(
@@ -200,10 +238,52 @@ def decisions(settings, state, tool, warned, now=None):
                 detail=_detail(seen, "person", f"{settings.user}'s machines today", now),
             )
         )
-    capped = settings.team_monthly_usd > 0 or settings.person_daily_usd > 0
-    if settings.team_fail_closed and capped and seen["error"]:
-        found.append(_closed(settings, seen, now))
+    if settings.team_fail_closed and capped:
+        why = not_started or _unchecked(settings, seen, now)
+        if why:
+            found.append(_closed(settings, why))
     return found
+
+
+def _start(settings, host=None, session_id=None):
+    """start_refresh; what kept it from starting one (None: started, or one runs)."""
+    try:
+        start_refresh(settings, host, session_id)
+    except Exception as error:
+        return f"the team refresh could not be started ({type(error).__name__}: {error})"
+    return None
+
+
+def _unchecked(settings, seen, now):
+    """Why the team's figures count as unknown (None: they are known): a refresh failed; one
+    started has not ended in time (it could not run, or it was killed); or no refresh read
+    them for longer than a lingering one takes, and none is under way."""
+    if seen["error"]:
+        since = seen["stale_since"]
+        when = _clock(since) if isinstance(since, (int, float)) else "now"
+        return f"the team servers are out of reach since {when} ({seen['error']})"
+    try:
+        awaited = fs.stat(awaited_path(settings.state_dir)).st_mtime
+    except OSError:
+        awaited = None
+    if awaited is not None:
+        if now - awaited <= DEADLINE + GRACE:
+            return None  # a refresh is under way: the last figures stand until it ends
+        return f"the team refresh started at {_clock(awaited)} has not ended (see hook.log)"
+    refreshed = seen["refreshed_at"]
+    if isinstance(refreshed, (int, float)):
+        if 0 <= now - refreshed <= settings.team_refresh_s + 2 * DEADLINE + GRACE:
+            return None
+        return f"the team's figures were last read at {_clock(refreshed)}"
+    return "the team's figures were never read"
+
+
+def _clock(moment):
+    return time.strftime("%H:%M:%S", time.localtime(moment))
+
+
+def _unusable(settings):
+    return f"the team settings are not usable ({settings.team_error}; see status.py)"
 
 
 def _detail(seen, scope, whose, now):
@@ -211,17 +291,24 @@ def _detail(seen, scope, whose, now):
     refreshed = seen["refreshed_at"]
     if not seen["known"][scope] or not isinstance(refreshed, (int, float)):
         return ", this machine's spend: the other machines' is not known yet"
-    clock = time.strftime("%H:%M:%S", time.localtime(refreshed))
-    return f", all of {whose}, as of {clock}, {max(int(now - refreshed), 0)} s ago"
+    return f", all of {whose}, as of {_clock(refreshed)}, {max(int(now - refreshed), 0)} s ago"
 
 
 def report(settings, state, now=None):
     """(fields for status.py --json, what the team's caps refuse) for one session."""
+    from . import log
+
     now = time.time() if now is None else now
-    cache = read_cache(settings.state_dir)
+    capped = settings.team_monthly_usd > 0 or settings.person_daily_usd > 0
+    cache = None if settings.team_error else read_cache(settings.state_dir)
     seen = figures(settings, state, cache, now)
-    if due(settings, cache, now) and settings.environ is not None:
-        start_refresh(settings)
+    if settings.team_error:
+        why = shown_error = _unusable(settings)
+    else:
+        starts = settings.environ is not None and due(settings, cache, now)
+        not_started = _start(settings) if starts else None
+        why = not_started or _unchecked(settings, seen, now)
+        shown_error = not_started or (seen["error"] and log.redact(seen["error"]))
     known = seen["known"]
     fields = {
         "team_spend_usd": seen["team"] / PICO if known["team"] else None,
@@ -236,12 +323,12 @@ def report(settings, state, now=None):
             "month": periods(now)[0],
             "day": periods(now)[1],
             "machine": (cache or {}).get("machine"),
-            "error": seen["error"],
-            "warning": seen["warning"],
+            "error": shown_error,
+            "warning": seen["warning"] and log.redact(seen["warning"]),
             "fail_closed": settings.team_fail_closed,
             "refresh_s": settings.team_refresh_s,
-            "pushgateway_url": public_url(settings.pushgateway_url),
-            "prometheus_url": public_url(settings.prometheus_url),
+            "pushgateway_url": _shown_url(settings.pushgateway_url),
+            "prometheus_url": _shown_url(settings.prometheus_url),
             "team_cap_source": settings.sources["team_monthly_usd"],
             "person_cap_source": settings.sources["person_daily_usd"],
             "raise_team_cap": raise_text(settings, "team_monthly_usd"),
@@ -264,12 +351,15 @@ def report(settings, state, now=None):
                     f"{money(cap)}{detail}",
                 }
             )
-    capped = settings.team_monthly_usd > 0 or settings.person_daily_usd > 0
-    if settings.team_fail_closed and capped and seen["error"]:
-        refusing.append(
-            {"wire": "team", "agent": None, "why": _closed(settings, seen, now)["person"]}
-        )
+    if settings.team_fail_closed and capped and why:
+        refusing.append({"wire": "team", "agent": None, "why": _closed(settings, why)["person"]})
     return fields, refusing
+
+
+def _shown_url(url):
+    from . import log
+
+    return url and log.redact_url(url)
 
 
 def raise_text(settings, key):
@@ -290,23 +380,30 @@ def settings_env(key):
     return "RUNAWAY_GUARD_" + key.upper()
 
 
-def _closed(settings, seen, now):
-    since = seen["stale_since"]
-    when = time.strftime("%H:%M:%S", time.localtime(since)) if since else "now"
+def _closed(settings, why):
+    """The refusal of fail-closed: why is what keeps the team's budget from being checked."""
+    from . import log
+
+    why = log.redact(why)  # a cache written by an older version may hold a URL whole
     return {
         "kind": STOP,
         "wire": "team",
         "model": (
-            "runaway-guard: the team's budget cannot be checked (the team servers are out of "
-            f"reach since {when}), and this machine is set to refuse tool calls then. Stop now "
-            "and tell the user."
+            f"runaway-guard: the team's budget cannot be checked ({why}), and this machine is "
+            "set to refuse tool calls then. Stop now and tell the user."
         ),
         "person": (
             f"runaway-guard stopped the agent: the team budget of {settings.team} cannot be "
-            f"checked since {when} ({seen['error']}), and RUNAWAY_GUARD_TEAM_FAIL_CLOSED asks "
-            "to refuse then. Make the servers reachable, or unset it."
+            f"checked: {why}. RUNAWAY_GUARD_TEAM_FAIL_CLOSED asks to refuse then. Make the "
+            "servers reachable (or fix the team settings), or unset it."
         ),
     }
+
+
+def awaited_path(state_dir):
+    """A mark made when a refresh is started and none was awaited, removed when one ends: its
+    time says since when one is awaited (_unchecked)."""
+    return fs.join(folder(state_dir), "awaited")
 
 
 def start_refresh(settings, host=None, session_id=None):
@@ -315,7 +412,7 @@ def start_refresh(settings, host=None, session_id=None):
     Called with the session lock held: the refresh waits for that lock before it reads, so it
     sees what this call is about to save."""
     state_dir, environ = settings.state_dir, settings.environ
-    path = fs.join(ledger.private_dir(folder(state_dir)), "refresh.lock")
+    path = fs.join(private_folder(state_dir), "refresh.lock")
     if fs.lockf is None:
         # Windows: a lock file created exclusively, removed by the refresh (or when old).
         try:
@@ -327,16 +424,27 @@ def start_refresh(settings, host=None, session_id=None):
             fs.close(fs.open(path, fs.O_WRONLY | fs.O_CREAT | fs.O_EXCL, 0o600))
         except OSError:
             return False
+        _await(state_dir)
         _spawn(state_dir, environ, None, (host, session_id))
         return True
-    fd = fs.open(path, fs.O_RDWR | fs.O_CREAT, 0o600)
+    fd = fs.open(path, fs.O_RDWR | fs.O_CREAT_NOFOLLOW, 0o600)
     try:
         if not _try_flock(fd):
             return False  # a refresh is running
+        _await(state_dir)
         _spawn(state_dir, environ, fd, (host, session_id))
         return True
     finally:
         fs.close(fd)  # the refresh holds the lock through its own copy until it exits
+
+
+def _await(state_dir):
+    """Make the awaited mark unless there is one: a refresh that never ends must not look new
+    because the next call starts another."""
+    try:
+        fs.close(fs.open(awaited_path(state_dir), fs.O_WRONLY | fs.O_CREAT | fs.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
 
 
 def _try_flock(fd):
@@ -416,10 +524,10 @@ def child():
         alarm = signal.alarm  # a server that accepts and never answers cannot keep it
     except (ImportError, AttributeError):
         alarm = None
-    from . import config
-
-    settings = config.load(None, fs.environ)
     began = time.monotonic()
+    if alarm:
+        alarm(DEADLINE)  # the first refresh, the wait for the session's lock included
+    settings = config.load(None, fs.environ)
     held = int(sys.argv[2]) if fs.lockf is not None and sys.argv[2:3] != ["-1"] else None
     lock = fs.join(folder(settings.state_dir), "refresh.lock")
     try:
@@ -432,10 +540,9 @@ def child():
                         pass
                 except OSError:
                     pass
+            ends = began + DEADLINE - GRACE
             while True:
-                if alarm:
-                    alarm(DEADLINE)
-                cache = refresh(settings)
+                cache = refresh(settings, ends=ends)
                 if alarm:
                     alarm(0)
                 if cache["error"] or time.monotonic() - began > LINGER_S:
@@ -454,6 +561,9 @@ def child():
                 latest = read_cache(settings.state_dir) or {}
                 if latest.get("attempted_at") != cache["attempted_at"]:
                     break  # another refresh ran meanwhile: the next call starts one when due
+                if alarm:
+                    alarm(DEADLINE)
+                ends = time.monotonic() + DEADLINE - GRACE
     except BaseException as error:
         from . import log
 
@@ -493,13 +603,14 @@ def _changed_since(state_dir, moment):
 def sync(settings):
     """A refresh now, waited for (status.py --team-sync: CI's last step, debugging). It waits
     for a refresh in progress to end (its push must not land after this one's), not longer."""
-    path = fs.join(ledger.private_dir(folder(settings.state_dir)), "refresh.lock")
+    path = fs.join(private_folder(settings.state_dir), "refresh.lock")
     lock = ledger.Lock(path, attempt=_try_flock)
     try:
         lock.__enter__()
     except TimeoutError:
         lock = None
     try:
+        _await(settings.state_dir)
         return refresh(settings)
     finally:
         if lock is not None:
@@ -508,12 +619,12 @@ def sync(settings):
 
 def machine_id(state_dir):
     """This machine's id: random, made once in its state dir, never derived from the host."""
-    path = fs.join(ledger.private_dir(folder(state_dir)), "machine")
+    path = fs.join(private_folder(state_dir), "machine")
     for _ in range(2):
         try:
             with open(path, encoding="ascii") as handle:
                 value = handle.read().strip()
-            if value and len(value) <= 32 and value.isalnum():
+            if value and len(value) <= 32 and value.isascii() and value.isalnum():
                 return value
             fs.remove(path)  # damaged: a new id (its old group is deleted at the next push)
         except (OSError, ValueError):
@@ -625,6 +736,9 @@ def group_path(team, user, machine):
     return f"/metrics/job/{JOB}/team/{team}/user/{user}/machine/{machine}"
 
 
+PARTS = ("team_others", "team_mine", "person_others", "person_mine")
+
+
 def query_text(team, user, machine, month, day):
     """One PromQL query for four sums: the team's month and the person's day, for the other
     machines and for this one as Prometheus sees it."""
@@ -639,8 +753,37 @@ def query_text(team, user, machine, month, day):
     return " or ".join(parts)
 
 
-def _request(method, url, body=None, timeout=TIMEOUT):
-    """One HTTP request; the response body. Credentials in the URL go as basic auth."""
+def _request(method, url, body=None, ends=None):
+    """One HTTP request; the response body. It takes REQUEST_S at most, and never past ends
+    (time.monotonic()), whatever the server does: a server that trickles its answer a byte at a
+    time stays under every socket timeout, and a name lookup has none."""
+    import threading
+
+    limit = REQUEST_S if ends is None else min(REQUEST_S, ends - time.monotonic())
+    if limit <= 0:
+        raise TimeoutError("no time left in this refresh for it")
+    outcome = []
+
+    def exchange():
+        try:
+            outcome.append(_exchange(method, url, body, min(TIMEOUT, limit)))
+        except BaseException as error:
+            outcome.append(error)
+
+    worker = threading.Thread(target=exchange, daemon=True)  # left behind if it overruns
+    worker.start()
+    worker.join(limit)
+    if not outcome:
+        raise TimeoutError(f"no whole answer within {limit:.0f} s")
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
+
+
+def _exchange(method, url, body, timeout):
+    """The request itself. Credentials in the URL go as basic auth, to that origin only: a
+    redirect is not followed (urllib would send the Authorization header to wherever it
+    points), it is an error that says where it pointed."""
     import urllib.parse
     import urllib.request
 
@@ -653,20 +796,32 @@ def _request(method, url, body=None, timeout=TIMEOUT):
         secret = urllib.parse.unquote(split.password or "")
         token = base64.b64encode(f"{user}:{secret}".encode()).decode()
         headers["Authorization"] = f"Basic {token}"
-        netloc = split.hostname + (f":{split.port}" if split.port else "")
-        url = urllib.parse.urlunsplit(split._replace(netloc=netloc))
+        url = urllib.parse.urlunsplit(split._replace(netloc=split.netloc.rpartition("@")[2]))
     if body is not None:
         headers["Content-Type"] = "text/plain; version=0.0.4; charset=utf-8"
     request = urllib.request.Request(url, data=body, method=method, headers=headers)
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        return response.read(1 << 20)
+    with urllib.request.build_opener(_no_redirect()).open(request, timeout=timeout) as response:
+        answer = response.read(MAX_ANSWER + 1)
+    if len(answer) > MAX_ANSWER:
+        raise ValueError(f"an answer longer than {MAX_ANSWER >> 20} MiB, ignored")
+    return answer
 
 
-def public_url(url):
-    """A URL fit to show: credentials removed."""
-    scheme, sep, rest = url.partition("://")
-    host, slash, path = rest.partition("/")
-    return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}"
+def _no_redirect():
+    import urllib.error
+    import urllib.request
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, req, fp, code, msg, headers, newurl):
+            from . import log
+
+            fp.close()
+            raise urllib.error.URLError(
+                f"HTTP {code}, a redirect to {log.redact_url(newurl)}, not followed: "
+                "set the URL it points to"
+            )
+
+    return NoRedirect
 
 
 def _error_text(error):
@@ -677,33 +832,48 @@ def _error_text(error):
     return str(reason or error) or type(error).__name__
 
 
-def read_sums(settings, machine, month, day):
-    """{part: picodollars} from Prometheus; a part no series matched is absent."""
+def read_sums(settings, machine, month, day, ends=None):
+    """{part: picodollars} from Prometheus; a part no series matched is absent. Anything but
+    Prometheus' vector of four finite sums of spend (never negative) is a ValueError: the
+    whole answer is ignored, the error recorded."""
     import urllib.parse
 
     promql = query_text(settings.team, settings.user, machine, month, day)
     query = urllib.parse.urlencode({"query": promql})
-    answer = jsonio.loads(_request("GET", f"{settings.prometheus_url}/api/v1/query?{query}"))
+    url = f"{settings.prometheus_url}/api/v1/query?{query}"
+    answer = jsonio.loads(_request("GET", url, ends=ends))
     data = answer.get("data") if isinstance(answer, dict) else None
     if not isinstance(data, dict) or answer.get("status") != "success":
-        raise ValueError(f"Prometheus answered {str(answer)[:200]}")
+        error = answer.get("error") if isinstance(answer, dict) else None
+        raise ValueError(f"no success: {str(error)[:200] if error else 'not its API answer'}")
+    result = data.get("result")
+    if not isinstance(result, list) or len(result) > len(PARTS):
+        raise ValueError(f"not a vector of up to {len(PARTS)} sums")
     sums = {}
-    for item in data.get("result") or []:
-        part = item.get("metric", {}).get("part") if isinstance(item, dict) else None
+    for item in result:
+        metric = item.get("metric") if isinstance(item, dict) else None
+        part = metric.get("part") if isinstance(metric, dict) else None
         value = item.get("value") if isinstance(item, dict) else None
-        if not isinstance(part, str) or not isinstance(value, list) or len(value) != 2:
-            raise ValueError(f"Prometheus answered an unexpected result {str(item)[:200]}")
-        amount = float(value[1])
-        if not (amount == amount and abs(amount) < 1e12):
-            raise ValueError(f"Prometheus answered {value[1]!r} for {part}")
-        sums[part] = round(amount * PICO)
+        if part not in PARTS or part in sums or not isinstance(value, list) or len(value) != 2:
+            raise ValueError("a result that is not one of the sums asked for")
+        sums[part] = _sum(part, value[1])
     return sums
 
 
-def refresh(settings, now=None):
-    """Publish this machine's totals, read the others', write the cache; the cache."""
+def _sum(part, text):
+    """One sum in picodollars from Prometheus' text of a sample value."""
+    amount = float(text) if isinstance(text, str) and len(text) <= 40 else float("nan")
+    if not 0 <= amount < 1e12:  # NaN fails too; a sum of spend is never negative
+        raise ValueError(f"{str(text)[:40]!r} for {part}, not a sum of spend")
+    return round(amount * PICO)
+
+
+def refresh(settings, now=None, ends=None):
+    """Publish this machine's totals, read the others', write the cache; the cache. Its
+    requests end by ends (time.monotonic(); by default DEADLINE - GRACE from now)."""
     state_dir = settings.state_dir
     now = time.time() if now is None else now
+    ends = time.monotonic() + DEADLINE - GRACE if ends is None else ends
     month, day = periods(now)
     old = read_cache(state_dir) or {}
     if (old.get("team"), old.get("user")) != (settings.team, settings.user):
@@ -723,53 +893,19 @@ def refresh(settings, now=None):
         "mine_day": mine_day,
         "sessions": sessions,
         "attempted_at": now,
+        "warning": None,
     }
     for key in ("fetched_at", "others_month", "others_day", "pushed_at", "stale_since"):
         cache[key] = old.get(key)
+    cache["pushed_month"] = old.get("pushed_month")
     if old.get("month") != month:
         cache["others_month"] = None
     if old.get("day") != day:
         cache["others_day"] = None
-    errors = []
-    group = group_path(settings.team, settings.user, machine)
-    orphans = [path for path in old.get("orphans") or [] if isinstance(path, str)]
-    if isinstance(old.get("group"), str) and old["group"] != group:
-        orphans.append(old["group"])  # this machine's old group (another team or user name)
-    cache["group"] = group
-    cache["orphans"] = []
-    for path in dict.fromkeys(orphans):
-        if path == group:
-            continue
-        try:
-            _request("DELETE", settings.pushgateway_url + path)
-        except Exception as error:
-            if getattr(error, "code", None) != 404:
-                cache["orphans"].append(path)
-                errors.append(f"removing the old group: {_error_text(error)}")
-    body = exposition(month, day, mine_month, mine_day).encode()
-    try:
-        _request("PUT", settings.pushgateway_url + group, body)
-        if old.get("pushed_month") != month or not cache["pushed_at"]:
-            cache["pushed_at"] = now  # first push of this group this month
-        cache["pushed_month"] = month
-    except Exception as error:
-        cache["pushed_month"] = old.get("pushed_month")
-        errors.append(f"Pushgateway {public_url(settings.pushgateway_url)}: {_error_text(error)}")
-    cache["warning"] = None
-    try:
-        sums = read_sums(settings, machine, month, day)
-        cache["others_month"] = sums.get("team_others", 0)
-        cache["others_day"] = sums.get("person_others", 0)
-        cache["fetched_at"] = now
-        pushed_at = cache.get("pushed_at")
-        late = max(2 * settings.team_refresh_s, 60.0)
-        if "team_mine" not in sums and isinstance(pushed_at, float) and now - pushed_at > late:
-            cache["warning"] = (
-                f"Prometheus {public_url(settings.prometheus_url)} shows none of this machine's "
-                "pushes: does it scrape the Pushgateway, with honor_labels: true?"
-            )
-    except Exception as error:
-        errors.append(f"Prometheus {public_url(settings.prometheus_url)}: {_error_text(error)}")
+    if settings.team_error:  # fail-closed with unusable settings: nothing to ask the servers
+        errors = [_unusable(settings)]
+    else:
+        errors = _publish(settings, old, cache, ends) + _read(settings, cache, ends)
     if errors:
         cache["error"] = "; ".join(errors)
         cache["failures"] = (_int(old.get("failures")) or 0) + 1
@@ -778,5 +914,74 @@ def refresh(settings, now=None):
         cache["error"] = None
         cache["failures"] = 0
         cache["stale_since"] = None
+    private_folder(state_dir)
     ledger.write_atomic(cache_path(state_dir), jsonio.dumps(cache).encode())
+    try:
+        fs.remove(awaited_path(state_dir))  # what was awaited has come
+    except FileNotFoundError:
+        pass
     return cache
+
+
+def _publish(settings, old, cache, ends):
+    """PUT this machine's group (after deleting its old ones); the errors."""
+
+    errors = []
+    now, month = cache["snapshot_at"], cache["month"]
+    group = group_path(settings.team, settings.user, cache["machine"])
+    orphans = [path for path in old.get("orphans") or [] if _is_group(path)]
+    if _is_group(old.get("group")) and old["group"] != group:
+        orphans.append(old["group"])  # this machine's old group (another team or user name)
+    cache["group"] = group
+    cache["orphans"] = []
+    for path in dict.fromkeys(orphans):
+        if path == group:
+            continue
+        try:
+            _request("DELETE", settings.pushgateway_url + path, ends=ends)
+        except Exception as error:
+            if getattr(error, "code", None) != 404:
+                cache["orphans"].append(path)
+                errors.append(f"removing the old group: {_error_text(error)}")
+    body = exposition(month, cache["day"], cache["mine_month"], cache["mine_day"]).encode()
+    try:
+        _request("PUT", settings.pushgateway_url + group, body, ends=ends)
+        if old.get("pushed_month") != month or not cache["pushed_at"]:
+            cache["pushed_at"] = now  # first push of this group this month
+        cache["pushed_month"] = month
+    except Exception as error:
+        shown = _shown_url(settings.pushgateway_url)
+        errors.append(f"Pushgateway {shown}: {_error_text(error)}")
+    return errors
+
+
+def _read(settings, cache, ends):
+    """Read the other machines' sums into the cache; the errors."""
+
+    shown = _shown_url(settings.prometheus_url)
+    try:
+        sums = read_sums(settings, cache["machine"], cache["month"], cache["day"], ends)
+    except Exception as error:
+        return [f"Prometheus {shown}: {_error_text(error)}"]
+    now = cache["snapshot_at"]
+    cache["others_month"] = sums.get("team_others", 0)
+    cache["others_day"] = sums.get("person_others", 0)
+    cache["fetched_at"] = now
+    pushed_at = cache.get("pushed_at")
+    late = max(2 * settings.team_refresh_s, 60.0)
+    if "team_mine" not in sums and isinstance(pushed_at, float) and now - pushed_at > late:
+        cache["warning"] = (
+            f"Prometheus {shown} shows none of this machine's pushes: does it scrape the "
+            "Pushgateway, with honor_labels: true?"
+        )
+    return []
+
+
+def _is_group(path):
+    """Whether path is one of this module's group paths (the cache's are read back: a path of
+    another shape would send the credentials elsewhere, `@host` appended to the URL)."""
+    parts = path.split("/") if isinstance(path, str) else []
+    names = ["", "metrics", "job", JOB, "team", None, "user", None, "machine", None]
+    return len(parts) == len(names) and all(
+        config.is_label(part) if name is None else part == name for part, name in zip(parts, names)
+    )

@@ -36,6 +36,7 @@ class FakeServers(http.server.ThreadingHTTPServer):
         self.sums = {}  # part -> USD; what the query answers
         self.fail = {}  # method -> HTTP status to answer instead
         self.raw_query = None  # bytes to answer the query with instead
+        self.redirect = {}  # method -> where a 302 sends it instead
         self.thread = threading.Thread(target=self.serve_forever, daemon=True)
         self.thread.start()
 
@@ -65,6 +66,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         server.requests.append((self.command, self.path, body, dict(self.headers)))
         if self.command in server.fail:
             return self._answer(server.fail[self.command], b"no")
+        if self.command in server.redirect:
+            self.send_response(302)
+            self.send_header("Location", server.redirect[self.command] + self.path)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return None
         if self.command == "GET":
             if server.raw_query is not None:
                 return self._answer(200, server.raw_query)
@@ -661,3 +668,413 @@ def test_team_sync_waits_and_reports(guard_env, servers):
     servers.fail["PUT"] = 502
     done = status_py(env, "--team-sync", "--json")
     assert done.returncode == 1 and "HTTP 502" in json.loads(done.stdout)["error"]
+
+
+# -- what the servers answer is input -------------------------------------------------------------
+
+
+def query_answer(*results):
+    return json.dumps({"status": "success", "data": {"result": list(results)}}).encode()
+
+
+def sample(part, value):
+    return {"metric": {"part": part}, "value": [NOW, value]}
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        query_answer(sample("team_others", "-1000")),  # would cancel this machine's spend
+        query_answer(sample("team_others", "+Inf")),
+        query_answer(sample("team_others", "1e400")),
+        query_answer(sample("team_others", "9" * 5000)),
+        query_answer(sample("team_others", 5)),  # a number, where Prometheus sends a string
+        query_answer(sample("team_others", "1"), sample("team_others", "-1")),  # twice
+        query_answer(*[sample("team_others", "1")] * 5),
+        query_answer({"metric": ["part"], "value": [NOW, "1"]}),
+        b'{"status":"success","data":{"result":' + b"[" * 100_000 + b"]" * 100_000 + b"}}",
+        b'{"status":"success","data":{"result":[]}}' + b" " * (team.MAX_ANSWER + 1),
+        b"\xff\xfe{}",
+    ],
+    ids=lambda answer: answer[:60].decode("utf-8", "replace"),
+)
+def test_a_hostile_prometheus_answer_is_ignored_and_recorded(guard_env, servers, answer):
+    settings = team_settings(guard_env, servers.url)
+    servers.sums = {"team_others": 3.0, "person_others": 1.0}
+    good = team.refresh(settings, NOW)
+    servers.raw_query = answer
+    cache = team.refresh(settings, NOW + 30)
+    assert cache["error"].startswith("Prometheus") and cache["failures"] == 1
+    assert cache["others_month"] == good["others_month"] and cache["fetched_at"] == NOW
+
+
+def test_negative_figures_in_the_cache_never_lower_this_sessions_own_spend(guard_env):
+    settings = team_settings(guard_env, "http://x")
+    for hostile in ({"others_month": -(10**15)}, {"mine_month": -(10**15)}):
+        seen = team.figures(settings, session_state(4, 1.5), cache_of(**hostile), NOW)
+        assert seen["team"] >= round(4 * PICO)
+    seen = team.figures(
+        settings, session_state(4, 1.5), cache_of(sessions={"claude:s": [10**15, 0]}), NOW
+    )
+    assert seen["team"] == round(4 * PICO)  # a base past the session's spend: its own, at least
+
+
+def test_a_redirect_is_not_followed_and_the_credentials_stay_home(guard_env, servers):
+    """urllib sends the Authorization header on to wherever a redirect points."""
+    elsewhere = FakeServers()
+    try:
+        servers.redirect["GET"] = elsewhere.url
+        settings = team_settings(guard_env, servers.url.replace("//", "//ci:s3cret@"))
+        cache = team.refresh(settings, NOW)
+        assert elsewhere.requests == []
+        assert "HTTP 302, a redirect to http://127.0.0.1" in cache["error"]
+        assert "not followed" in cache["error"] and "s3cret" not in cache["error"]
+    finally:
+        elsewhere.close()
+
+
+class Trickle:
+    """A server that answers a byte at a time, each in less than the socket timeout."""
+
+    def __init__(self, gap=0.3):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.gap = gap
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.closed:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
+
+    def _drip(self, conn):
+        with conn:
+            conn.recv(65536)
+            for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + b" " * 1000:
+                if self.closed:
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
+                time.sleep(self.gap)
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def close(self):
+        self.closed = True
+        self.sock.close()
+
+
+def test_a_server_that_trickles_is_cut_off_recorded_and_fail_closed_refuses(guard_env, monkeypatch):
+    monkeypatch.setattr(team, "REQUEST_S", 1.0)
+    monkeypatch.setattr(team, "start_refresh", lambda *args: None)
+    trickle = Trickle()
+    try:
+        settings = team_settings(
+            guard_env,
+            trickle.url,
+            RUNAWAY_GUARD_TEAM_FAIL_CLOSED=1,
+            RUNAWAY_GUARD_TEAM_MONTHLY_USD=1000,
+        )
+        started = time.monotonic()
+        cache = team.refresh(settings, NOW)
+        assert time.monotonic() - started < 3.5  # two requests of 1 s at most, and the rest
+        assert cache["error"].count("no whole answer within 1 s") == 2
+        stop = [d for d in team.decisions(settings, session_state(1, 1), "Bash", {}, NOW) if d]
+        assert stop[-1]["kind"] == "stop" and "no whole answer" in stop[-1]["person"]
+    finally:
+        trickle.close()
+
+
+def test_a_whole_refresh_keeps_to_its_deadline(guard_env, monkeypatch):
+    """Each request ends by the refresh's deadline, so the refresh records what happened
+    before its process is ended (the alarm), however many requests it has."""
+    hole = BlackHole()
+    settings = team_settings(guard_env, hole.url)
+    started = time.monotonic()
+    cache = team.refresh(settings, NOW, ends=time.monotonic() + 1.5)
+    assert time.monotonic() - started < 3.0
+    assert "Pushgateway" in cache["error"] and "no time left" in cache["error"]
+    hole.sock.close()
+
+
+def write_cache(state_dir, cache):
+    team.ledger.private_dir(team.folder(str(state_dir)))
+    team.ledger.write_atomic(team.cache_path(str(state_dir)), json.dumps(cache).encode())
+
+
+def test_a_refresh_that_cannot_start_keeps_the_caps_and_fail_closed(guard_env, monkeypatch):
+    def no_process(*args, **kwargs):
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(subprocess, "Popen", no_process)
+    main = claude_session(guard_env, 0.5)
+    now = time.time()
+    old = {"fetched_at": now - 300, "attempted_at": now - 300, "snapshot_at": now - 300}
+    old.update(zip(("month", "day"), team.periods(now)))
+    # Figures over the cap, due for a refresh that cannot start: the cap still holds.
+    write_cache(guard_env.state_dir, cache_of(others_month=900 * PICO, **old))
+    env = environ_for(guard_env, "http://x", RUNAWAY_GUARD_TEAM_MONTHLY_USD=100)
+    answer = guard_env.answer(pre_tool_use(main, "toolu_1", session="s"), **env)
+    assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "monthly team (acme)" in answer["hookSpecificOutput"]["permissionDecisionReason"]
+    # Under the cap: fail-closed refuses, since the figures cannot be refreshed.
+    write_cache(guard_env.state_dir, cache_of(others_month=0, **old))
+    env["RUNAWAY_GUARD_TEAM_FAIL_CLOSED"] = "1"
+    answer = guard_env.answer(pre_tool_use(main, "toolu_2", session="s"), **env)
+    assert answer["continue"] is False and "could not be started" in answer["stopReason"]
+    assert "could not be started (BlockingIOError" in (guard_env.state_dir / "hook.log").read_text()
+
+
+def test_a_refresh_that_never_ends_makes_fail_closed_refuse(guard_env, monkeypatch):
+    spawned = []
+    monkeypatch.setattr(team, "_spawn", lambda *args: spawned.append(args))
+    settings = team_settings(
+        guard_env, "http://x", RUNAWAY_GUARD_TEAM_FAIL_CLOSED=1, RUNAWAY_GUARD_TEAM_MONTHLY_USD=100
+    )
+    state = session_state(1, 1)
+    assert team.decisions(settings, state, "Bash", {}, time.time()) == [None, None]
+    assert len(spawned) == 1  # no figures yet: one refresh is under way, the call goes on
+    later = time.time() + team.DEADLINE + team.GRACE + 1
+    stop = team.decisions(settings, state, "Bash", {}, later)[-1]
+    assert stop["kind"] == "stop" and "has not ended" in stop["person"]
+    assert len(spawned) == 2  # started again, but awaited since the first start
+    # A refresh that ends removes the mark: its error or its figures decide.
+    team.refresh(settings, later)
+    assert not os.path.exists(team.awaited_path(settings.state_dir))
+    # Figures long unread with nothing under way: unknown.
+    write_cache(guard_env.state_dir, cache_of(fetched_at=NOW - 3600, attempted_at=NOW - 3600))
+    monkeypatch.setattr(team, "start_refresh", lambda *args: False)  # a lock held elsewhere
+    stop = team.decisions(settings, state, "Bash", {}, NOW)[-1]
+    assert stop["kind"] == "stop" and "last read at" in stop["person"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("RUNAWAY_GUARD_TEAM", "."), ("RUNAWAY_GUARD_TEAM", ".."), ("RUNAWAY_GUARD_USER", "..")],
+)
+def test_dot_names_are_refused(guard_env, key, value):
+    """They would be path segments of the Pushgateway's group URL."""
+    settings = config.load(None, environ_for(guard_env, "http://x", **{key: value}))
+    assert any(key in p and "not . or .." in p for p in settings.problems)
+    if key == "RUNAWAY_GUARD_TEAM":
+        assert settings.team is None
+    else:
+        assert (settings.team, settings.user) == ("acme", "alice")  # the login name
+    env = {**environ_for(guard_env, "http://x"), "USER": "..", "LOGNAME": ".."}
+    assert config.login_name(env) == "unknown" and config.load(None, env).user == "unknown"
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {"RUNAWAY_GUARD_TEAM": ".."},
+        {"RUNAWAY_GUARD_PROMETHEUS_URL": "http://ci:a/b@prom"},
+        {"RUNAWAY_GUARD_PUSHGATEWAY_URL": ""},
+    ],
+)
+def test_unusable_team_settings_with_fail_closed_refuse_every_call(guard_env, monkeypatch, broken):
+    monkeypatch.setattr(team, "_spawn", lambda *args: pytest.fail("nothing to refresh"))
+    env = environ_for(
+        guard_env, "http://x", RUNAWAY_GUARD_TEAM_MONTHLY_USD=100, RUNAWAY_GUARD_TEAM_FAIL_CLOSED=1
+    )
+    settings = config.load(None, {**env, **broken})
+    assert settings.team and settings.team_error
+    stop = team.decisions(settings, session_state(0, 0), "Bash", {}, NOW)
+    assert stop[0]["kind"] == "stop" and "team settings are not usable" in stop[0]["person"]
+    fields, refusing = team.report(settings, session_state(0, 0), NOW)
+    assert "not usable" in fields["team"]["error"] and refusing[0]["wire"] == "team"
+    assert "not usable" in team.sync(settings)["error"]
+    # Without fail-closed they only switch team budgets off.
+    env.pop("RUNAWAY_GUARD_TEAM_FAIL_CLOSED")
+    assert config.load(None, {**env, **broken}).team is None
+
+
+def test_the_team_folder_and_its_files_are_private(guard_env, servers, monkeypatch):
+    monkeypatch.setattr(team, "_spawn", lambda *args: None)
+    settings = team_settings(guard_env, servers.url)
+    folder = guard_env.state_dir / "team"
+    folder.mkdir(parents=True, mode=0o755)
+    folder.chmod(0o755)
+    team.refresh(settings, NOW)
+    assert folder.stat().st_mode & 0o777 == 0o700
+    for name in ("cache.json", "machine"):
+        assert (folder / name).stat().st_mode & 0o777 == 0o600
+    # A link where the cache's new copy is written: not followed.
+    target = guard_env.root / "elsewhere"
+    target.write_text("keep")
+    (folder / f"cache.json.{os.getpid()}.tmp").symlink_to(target)
+    with pytest.raises(OSError):
+        team.refresh(settings, NOW)
+    (folder / f"cache.json.{os.getpid()}.tmp").unlink()
+    # A link where the refresh lock is: not followed, the refresh not started.
+    (folder / "refresh.lock").symlink_to(target)
+    with pytest.raises(OSError):
+        team.start_refresh(settings)
+    # A link where the folder is: refused.
+    (folder / "refresh.lock").unlink()
+    folder.rename(guard_env.root / "real-team")
+    folder.symlink_to(guard_env.root / "real-team")
+    with pytest.raises(OSError, match="a link or another user's"):
+        team.start_refresh(settings)
+    assert target.read_text() == "keep"
+
+
+def test_a_hostile_cache_sends_no_request_elsewhere(guard_env, servers):
+    """The cache's old group paths are appended to the Pushgateway's URL: `@host` would send
+    the credentials to that host, `..` would reach other groups."""
+    hostile = ["@evil.example/x", "/metrics/job/runaway_guard/team/../user/a/machine/b", 5]
+    write_cache(guard_env.state_dir, cache_of(orphans=hostile, group="@evil.example/y"))
+    settings = team_settings(guard_env, servers.url.replace("//", "//ci:pw@"))
+    cache = team.refresh(settings, NOW)
+    assert [r[0] for r in servers.requests] == ["PUT", "GET"] and cache["error"] is None
+
+
+# -- fail-closed holds against any one hostile answer or setting ----------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.floats() | st.text(max_size=8) | st.integers(),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+sample_values = (
+    st.sampled_from(
+        ["-1e9", "-0.5", "NaN", "+Inf", "-Inf", "1e400", "9" * 400, "0", "1e11", " 1", "0x10", ""]
+    )
+    | st.text(max_size=12)
+    | json_values
+)
+hostile_answers = st.one_of(
+    st.lists(
+        st.tuples(st.sampled_from((*team.PARTS, "x", 3)), sample_values), min_size=1, max_size=5
+    ).map(lambda items: query_answer(*[sample(part, value) for part, value in items])),
+    json_values.map(lambda value: json.dumps(value).encode()),
+    st.sampled_from(["deep", "deep result", "oversized"]).map(
+        lambda name: {
+            "deep": b"[" * 50_000,
+            "deep result": b'{"status":"success","data":{"result":' + b"[" * 50_000,
+            "oversized": query_answer() + b" " * team.MAX_ANSWER,
+        }[name]
+    ),
+    st.binary(max_size=40),
+)
+hostile_names = st.sampled_from([".", "..", " ", "a/b", "a b", "x" * 65, "é", "../x", "a?b"]) | (
+    st.text(max_size=8).filter(lambda value: value and not config.is_label(value.strip()))
+)
+hostile_urls = st.sampled_from(
+    [
+        "http://ci:a/b@x",
+        "http://ci:a#b@x",
+        "http://ci:a?b@x",
+        "http://x/?token=1",
+        "http://x:99999",
+        "http://x:y",
+        "http://[::1",
+        "ftp://x",
+        " ",
+        "http://x y",
+        "http://",
+    ]
+) | st.text(max_size=30).filter(lambda value: config._url_problem(value.strip()) is not None)
+hostile_settings = st.one_of(
+    st.tuples(st.just("RUNAWAY_GUARD_TEAM"), hostile_names.filter(bool)),
+    st.tuples(st.just("RUNAWAY_GUARD_USER"), hostile_names),
+    st.tuples(
+        st.sampled_from(["RUNAWAY_GUARD_PUSHGATEWAY_URL", "RUNAWAY_GUARD_PROMETHEUS_URL"]),
+        hostile_urls,
+    ),
+    st.tuples(st.just("RUNAWAY_GUARD_TEAM_REFRESH_S"), st.text(max_size=8)),
+    st.tuples(
+        st.just("project"),
+        st.dictionaries(
+            st.sampled_from(
+                [
+                    "team",
+                    "user",
+                    "pushgateway_url",
+                    "team_monthly_usd",
+                    "person_daily_usd",
+                    "team_fail_closed",
+                    "team_refresh_s",
+                ]
+            ),
+            json_values,
+            min_size=1,
+        ),
+    ),
+)
+
+
+@pytest.fixture
+def refused_session(guard_env, servers, monkeypatch):
+    """A session the team cap refuses, on a machine whose other session spent $1 today and
+    this one $0.5, against a cap of $1.20, with fail-closed on; (env, call, good cache)."""
+    monkeypatch.setattr(team, "_spawn", lambda *args: None)
+    today = time.strftime("%Y-%m-%d")
+    book(guard_env.state_dir, "claude", "other", [("a", 1.0, today)])
+    main = claude_session(guard_env, 0.5)
+    env = environ_for(
+        guard_env, servers.url, RUNAWAY_GUARD_TEAM_MONTHLY_USD=1.2, RUNAWAY_GUARD_TEAM_FAIL_CLOSED=1
+    )
+    project = guard_env.root / "project"
+    (project / ".git").mkdir(parents=True)
+    ids = iter(range(10**6))
+
+    def call(env=env):
+        payload = pre_tool_use(main, f"toolu_{next(ids)}", session="s", cwd=str(project))
+        return guard_env.answer(payload, **env)
+
+    call()  # the session's spend is read
+    servers.sums = {"team_others": 0.1, "person_others": 0.0}
+    good = team.refresh(config.load(None, env))
+    assert good["error"] is None and call()["continue"] is False  # $1.60 of $1.20
+    return env, call, good, project
+
+
+def refused(answer):
+    return answer is not None and answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+@given(answer=hostile_answers, put=st.sampled_from([None, 302, 404, 500]))
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_no_hostile_answer_lets_a_refused_session_pass(
+    guard_env, servers, refused_session, answer, put
+):
+    env, call, good, _ = refused_session
+    write_cache(guard_env.state_dir, good)
+    servers.raw_query = answer
+    servers.fail = {"PUT": put} if put else {}
+    cache = team.refresh(config.load(None, env))
+    assert refused(call())
+    assert cache["error"] or all(cache[k] >= 0 for k in ("others_month", "others_day"))
+    assert_no_fail_open(guard_env)
+
+
+@given(change=hostile_settings)
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_no_hostile_team_setting_lets_a_refused_session_pass(guard_env, refused_session, change):
+    env, call, good, project = refused_session
+    write_cache(guard_env.state_dir, good)
+    key, value = change
+    (project / ".runaway-guard.json").write_text(json.dumps(value if key == "project" else {}))
+    assert refused(call({**env, key: value} if key != "project" else env))
+    assert_no_fail_open(guard_env)
+
+
+def assert_no_fail_open(guard_env):
+    log_file = guard_env.state_dir / "hook.log"
+    assert not log_file.exists() or "fail-open" not in log_file.read_text()
