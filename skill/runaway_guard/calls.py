@@ -15,6 +15,29 @@ def text(value):
     return value if isinstance(value, str) and value else None
 
 
+def path(value):
+    """A path from outside data: a non-empty string without a NUL byte (which no file's path
+    holds, and which the system calls refuse with a ValueError), else None."""
+    return value if isinstance(value, str) and value and "\x00" not in value else None
+
+
+# No response uses this many tokens (a quadrillion: $150M of output at $150 per million), nor
+# does a session's running total; OpenCode's millisecond timestamps stay far below it too.
+MOST = 10**15
+
+
+def count(value):
+    """A token count (or a time in milliseconds) from outside data: a whole number from 0 to
+    MOST, else 0. A hostile count (negative, not finite, a bool, a string, a list, a number of
+    thousands of digits) is worth nothing: the record's other counts still count, and a sum of
+    counts can never reach a size a float cannot hold (the dollars status shows)."""
+    if type(value) is int:  # JSON's integers, the usual case (a bool's type is bool)
+        return value if 0 < value <= MOST else 0
+    if type(value) is float and 0 < value <= MOST:  # neither NaN nor infinite
+        return int(value)
+    return 0
+
+
 # Two primes below 2**30: CPython divides a long by one machine digit fastest.
 _PRIMES = ((1 << 30) - 35, (1 << 30) - 41)
 
@@ -26,11 +49,46 @@ def fingerprint(value):
     share one (the trailing 1 keeps trailing zero bytes apart). No zlib or hashlib, whose
     import costs a call 0.3-0.5 ms where they are shared libraries (pyenv's builds)."""
     if not isinstance(value, (bytes, str)):
-        value = jsonio.dumps(value, sort_keys=True)
+        try:
+            value = jsonio.dumps(value, sort_keys=True)
+        except RecursionError:  # nested nearly as deep as jsonio.loads reads
+            value = _flat(value)
     if isinstance(value, str):
         value = value.encode("utf-8", "replace")
     number = int.from_bytes(value + b"\x01", "little")
     return "".join(format(number % prime, "08x") for prime in _PRIMES)
+
+
+def _flat(value):
+    """A text of a JSON value that tells values apart as jsonio.dumps does, written without
+    recursion: a value nested almost as deep as the parser reads (a tool's input, a result)
+    is read at a shallower depth than the hash is taken at."""
+    out, todo = [], [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, dict):
+            out.append("{")
+            todo.append(_Mark("}"))
+            for key in sorted(item, key=str, reverse=True):
+                todo.extend((item[key], _Mark(jsonio.dumps(str(key)) + ":")))
+        elif isinstance(item, list):
+            out.append("[")
+            todo.append(_Mark("]"))
+            todo.extend(reversed(item))
+        elif isinstance(item, _Mark):
+            out.append(item.text)
+        else:
+            out.append(jsonio.dumps(item, sort_keys=True) + ",")
+    return "".join(out)
+
+
+class _Mark:
+    """Text _flat writes as it is (a bracket, a key), told apart from a string value."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text):
+        self.text = text
 
 
 class Call:
@@ -56,8 +114,8 @@ class Call:
         self.host = host
         self.session_id = text(session_id)
         self.event = fields.get("event", TOOL)
-        self.transcript_path = text(fields.get("transcript_path"))
-        self.cwd = text(fields.get("cwd"))
+        self.transcript_path = path(fields.get("transcript_path"))
+        self.cwd = path(fields.get("cwd"))
         self.agent = text(fields.get("agent")) or "main"
         self.tool = fields.get("tool") or ""
         self.tool_input = fields.get("tool_input")

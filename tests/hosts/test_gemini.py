@@ -162,9 +162,9 @@ token_counts = st.one_of(
 @example("gemini-2.5-pro", {"input": 300_000, "cached": -1, "output": True, "thoughts": 2.5})
 def test_a_responses_price_is_its_tokens_at_the_tables_rates(model, tokens):
     """The reader's pricer (one per model) applies the table's rates as written: whatever a
-    record's tokens hold, a count that is not a non-negative number is 0 (pricing._count)."""
-    n = {key: pricing._count(tokens.get(key)) for key in ("input", "cached", "tool", "output")}
-    out = n["output"] + pricing._count(tokens.get("thoughts"))
+    record's tokens hold, a count that is not a non-negative number is 0 (pricing.count)."""
+    n = {key: pricing.count(tokens.get(key)) for key in ("input", "cached", "tool", "output")}
+    out = n["output"] + pricing.count(tokens.get("thoughts"))
     entry = RATES["models"][model]
     long = entry.get("long_context")
     rates = long if long and n["input"] > long["above_prompt_tokens"] else entry

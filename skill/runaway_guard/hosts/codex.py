@@ -15,7 +15,7 @@ ends the run from outside, the way the person would (research/codex-ending-a-tur
 import time
 
 from .. import fs, jsonio, pricing
-from ..calls import Call, fingerprint, tool_name
+from ..calls import Call, count, fingerprint, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import HEAD, head_types, type_at
 from . import hook_entry
@@ -27,7 +27,6 @@ from ._files import (
     followed,
     listing,
     local_day,
-    number,
     read_all,
 )
 
@@ -335,7 +334,7 @@ def _session_meta(path):
 
 def _usage(raw):
     raw = raw if isinstance(raw, dict) else {}
-    return {field: number(raw.get(field)) for field in _USAGE_FIELDS}
+    return {field: count(raw.get(field)) for field in _USAGE_FIELDS}
 
 
 def _output_text(output):
@@ -497,7 +496,7 @@ class _Reader:
             model,
             pusd,
             known,
-            number(usage.get("output_tokens")),
+            count(usage.get("output_tokens")),
             local_day(timestamp),
         )
 

@@ -34,9 +34,9 @@ Seen on 1.0.102 (tests/fixtures/copilot/README.md):
 import time
 
 from .. import fs, jsonio, pricing
-from ..calls import TOOL, Call, fingerprint, tool_name
+from ..calls import TOOL, Call, count, fingerprint, tool_name
 from ..decisions import ASK, DENY, STOP, TELL
-from ._files import local_day, number, read_file
+from ._files import local_day, read_file
 
 NAME = "copilot"
 LABEL = "Copilot CLI"
@@ -213,7 +213,7 @@ def sync(book, call):
     while True:
         try:
             read_file(book, path, entry, reader)
-        except FileNotFoundError:
+        except OSError:  # not written yet, or not a file the guard can read
             pass
         reader.flush()
         if not waiting or _claim(mine["pending"], call):
@@ -266,12 +266,12 @@ def _price(usage):
     if usage.get("isByok") is not True:
         charged = usage.get("copilotUsage")
         nano = charged.get("totalNanoAiu") if isinstance(charged, dict) else None
-        if number(nano):
+        if count(nano):
             return model, round(nano * _CREDIT_PICO), True
-    inp = number(usage.get("inputTokens"))
-    cached = min(number(usage.get("cacheReadTokens")), inp)
-    written = min(number(usage.get("cacheWriteTokens")), inp - cached)
-    out = number(usage.get("outputTokens"))
+    inp = count(usage.get("inputTokens"))
+    cached = min(count(usage.get("cacheReadTokens")), inp)
+    written = min(count(usage.get("cacheWriteTokens")), inp - cached)
+    out = count(usage.get("outputTokens"))
     return (model, *pricing.token_pricer(model)(inp, cached, written, out))
 
 
@@ -441,7 +441,7 @@ class _Reader:
         parent = usage.get("parentToolCallId")
         agent = parent if isinstance(parent, str) and parent else "main"
         model, pusd, known = _price(usage)
-        out = number(usage.get("outputTokens"))
+        out = count(usage.get("outputTokens"))
         self.book.usage(key, agent, model, pusd, known, out, local_day(record.get("timestamp")))
 
     def _hook_start(self, record, data):

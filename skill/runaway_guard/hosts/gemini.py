@@ -22,7 +22,7 @@ Seen on 0.61.0 (tests/fixtures/gemini/README.md):
   (`systemMessage`). `ask` hangs a headless run: never used.
 """
 
-from .. import fs, jsonio, ledger, pricing
+from .. import fs, jsonio, ledger, pricing, tail
 from ..calls import MODEL, PROMPT, RESULT, Call, fingerprint, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import head_types
@@ -216,12 +216,17 @@ def _read_whole(book, path, finished):
         info = fs.stat(path)
     except OSError:
         return
+    if not tail.regular(info.st_mode):
+        return  # a folder, or a FIFO that would block the read until the host's timeout
     stamp = [info.st_ino, info.st_size, info.st_mtime_ns]
     entry = legacy.setdefault(path, {"agent": "main"})
     if entry.get("stamp") == stamp:
         return
-    with open(path, "rb") as handle:
-        data = handle.read()
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return
     try:
         record = jsonio.loads(data)
     except ValueError:

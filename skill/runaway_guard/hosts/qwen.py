@@ -19,11 +19,11 @@ Seen on 0.24.4 (tests/fixtures/qwen/README.md):
 """
 
 from .. import fs, jsonio, pricing
-from ..calls import MODEL, RESULT, Call, fingerprint, tool_name
+from ..calls import MODEL, RESULT, Call, count, fingerprint, tool_name
 from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP
 from ..jsonio import head_types
 from . import hook_entry
-from ._files import LONG, agent_file, each_line, follow, listing, local_day, number, read_all
+from ._files import LONG, agent_file, each_line, follow, listing, local_day, read_all
 
 NAME = "qwen"
 LABEL = "Qwen Code"
@@ -224,11 +224,11 @@ class _Reader:
             return
         agent = event.get("subagent_id")
         agent = agent if isinstance(agent, str) and agent else "main"
-        out = number(event.get("output_token_count"))
+        out = count(event.get("output_token_count"))
         pusd, known = price(
             model,
-            number(event.get("input_token_count")),
-            number(event.get("cached_content_token_count")),
+            count(event.get("input_token_count")),
+            count(event.get("cached_content_token_count")),
             out,
         )
         day = local_day(record.get("timestamp"))
