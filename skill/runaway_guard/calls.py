@@ -16,9 +16,17 @@ def text(value):
 
 
 def path(value):
-    """A path from outside data: a non-empty string without a NUL byte (which no file's path
-    holds, and which the system calls refuse with a ValueError), else None."""
-    return value if isinstance(value, str) and value and "\x00" not in value else None
+    """A path (or a session id, which the readers make paths of) from outside data: a non-empty
+    string the system calls take, else None. They refuse a NUL byte (ValueError) and a lone
+    surrogate, which JSON's `\\ud800` spells (UnicodeEncodeError)."""
+    if not isinstance(value, str) or not value or "\x00" in value:
+        return None
+    if not value.isascii():
+        try:
+            value.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            return None
+    return value
 
 
 # No response uses this many tokens (a quadrillion: $150M of output at $150 per million), nor
@@ -112,7 +120,7 @@ class Call:
 
     def __init__(self, host, session_id, **fields):
         self.host = host
-        self.session_id = text(session_id)
+        self.session_id = path(session_id)
         self.event = fields.get("event", TOOL)
         self.transcript_path = path(fields.get("transcript_path"))
         self.cwd = path(fields.get("cwd"))

@@ -11,15 +11,16 @@ import json
 import os
 import shutil
 import sqlite3
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
 from guard_env import ROOT, fuzz
-from hypothesis import assume, example, given
+from hypothesis import assume, given
 from hypothesis import strategies as st
-from runaway_guard import calls, hook, jsonio, ledger, log, pricing
+from runaway_guard import calls, hook, jsonio, ledger, log, pricing, tail
 from runaway_guard.hosts import copilot
 from test_opencode_host import make_db, put_message, step, tool_call
 
@@ -31,7 +32,7 @@ HOLE = "@@hostile@@"  # where a value's raw JSON text goes, in place of the stri
 # what Python reads from text, one of 4,000 is not), non-numbers where a number goes, nesting
 # past the parser's recursion and nesting just short of it (read, then hashed deeper down).
 DEEP = "[" * 5000 + "]" * 5000
-ALMOST = "[" * 985 + "]" * 985
+ALMOST = "[@@almost@@]"  # made where it is sent (near_limit): how deep depends on the stack
 NUMBERS = [
     "1e300",
     "-1e300",
@@ -47,9 +48,20 @@ NUMBERS = [
     "true",
     "false",
 ]
+READABLE = [number for number in NUMBERS if len(number) < 4300]
 WRONG_TYPES = ['"12"', "[7]", '{"n":1}', "null", '""', '"x\\u0000y"', '"\\ud800"', "[[[]]]"]
 HOSTILE = NUMBERS + WRONG_TYPES + [DEEP, ALMOST]
 BAD_BYTES = [b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x00", b"\xf4\x90\x80\x80"]
+
+
+def near_limit(data):
+    """data with ALMOST made nesting that jsonio reads from a frame or two below here, only a
+    little short of where it would stop."""
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    levels = sys.getrecursionlimit() - depth - 20
+    return data.replace(ALMOST.encode(), b"[" * levels + b"]" * levels)
 
 
 def raw(value_text, record=None, path=()):
@@ -90,7 +102,9 @@ def hostile_lines(draw, records):
     if kind == "record" or not (numbers or others):
         return raw(draw(st.sampled_from([*HOSTILE, '"a string"', "[1,2]"])))
     if kind == "number" and numbers:
-        return raw(draw(st.sampled_from(NUMBERS + WRONG_TYPES)), record, draw(st.sampled_from(numbers)))
+        return raw(
+            draw(st.sampled_from(NUMBERS + WRONG_TYPES)), record, draw(st.sampled_from(numbers))
+        )
     line = json.dumps(record, separators=(",", ":")).encode()
     if kind == "bytes":
         at = draw(st.integers(0, len(line)))
@@ -164,6 +178,7 @@ class Session:
         if cap is not None:
             env["RUNAWAY_GUARD_MAX_USD"] = repr(cap)
         started = time.monotonic()
+        data = near_limit(data)
         try:
             answer = hook.run(data, env)
         except BaseException as error:
@@ -182,7 +197,7 @@ class Session:
         return raw(value_text, payload, (field,))
 
     def inject(self, line, replace):
-        self.write(line, replace)
+        self.write(near_limit(line), replace)
 
 
 def refused(answer):
@@ -305,7 +320,9 @@ class Qwen(Session):
         shutil.copy(chat, self.main)
         lines = (source / "hook_inputs.jsonl").read_text().splitlines()
         self.base = next(
-            payload for payload in map(json.loads, lines) if payload["hook_event_name"] == "PreToolUse"
+            payload
+            for payload in map(json.loads, lines)
+            if payload["hook_event_name"] == "PreToolUse"
         )
         self.session_id = self.base["session_id"]
 
@@ -437,3 +454,222 @@ def test_a_hostile_line_never_lets_a_refused_session_pass(session_type):
             assert session.fail_opens() == []
 
     case()
+
+
+@pytest.mark.parametrize("session_type", HOSTS, ids=lambda t: t.host)
+def test_a_hostile_line_never_crashes_an_allowed_session(session_type):
+    """Read first (the session's first call finds it) or later: no fail-open, no hang, and what
+    was counted stays counted."""
+    records = records_of(session_type)
+
+    @fuzz(25)
+    @given(
+        line=hostile_lines(records), replace=st.none() | st.integers(0, 1000), first=st.booleans()
+    )
+    def case(line, replace, first):
+        with tempfile.TemporaryDirectory() as root:
+            session = session_type(root)
+            spent = 0
+            if not first:
+                session.run(session.next_call())
+                spent = session.spend()
+            session.inject(line, replace)
+            session.run(session.next_call())
+            assert session.spend() >= spent
+            assert session.fail_opens() == []
+
+    case()
+
+
+# The fields that say which session and which event a payload is: a hostile value there is a
+# payload of no session the guard knows (it answers nothing), not a way past a refusal.
+IDENTITY = {"session_id", "sessionId", "conversation_id", "hook_event_name", "runaway_guard_plugin"}
+
+
+@st.composite
+def hostile_fields(draw, session_type, odd):
+    """(field, its value's raw JSON text) for one field of the host's payload."""
+    with tempfile.TemporaryDirectory() as root:
+        fields = sorted(set(session_type(root).payload()) - IDENTITY)
+    field = draw(st.sampled_from(fields))
+    # (no integer of 5,000 digits: that payload is not JSON Python reads, and what answers an
+    # unreadable payload is hook.py's; nor can a host's JSON.stringify write one)
+    value = draw(st.sampled_from([*READABLE, *WRONG_TYPES, ALMOST, *odd]))
+    return field, value
+
+
+@pytest.fixture(scope="module")
+def odd_paths(tmp_path_factory):
+    """Paths a payload may name that are not session files, as JSON strings."""
+    root = tmp_path_factory.mktemp("odd")
+    (root / "folder.jsonl").mkdir()
+    os.mkfifo(root / "fifo.jsonl")
+    paths = [root / "folder.jsonl", root / "fifo.jsonl", "/dev/zero", "/", f"{root}/\x00.jsonl"]
+    return [json.dumps(str(path)) for path in paths] + [json.dumps("x" * 5000)]
+
+
+@pytest.mark.parametrize("session_type", HOSTS, ids=lambda t: t.host)
+def test_a_hostile_payload_field_never_lets_a_refused_session_pass(session_type, odd_paths):
+    @fuzz(25)
+    @given(change=hostile_fields(session_type, odd_paths))
+    def case(change):
+        with tempfile.TemporaryDirectory() as root:
+            session, cap = refused_session(session_type, root)
+            assert refused(session.run(session.next_call(*change), cap))
+            assert session.fail_opens() == []
+
+    case()
+
+
+@pytest.mark.parametrize("session_type", HOSTS, ids=lambda t: t.host)
+@pytest.mark.parametrize("field", ["session_id", "sessionId", "conversation_id"])
+def test_a_hostile_session_id_is_no_session(session_type, field):
+    """A session id that is not a string names no session: nothing to judge, nothing broken."""
+    with tempfile.TemporaryDirectory() as root:
+        session = session_type(root)
+        if field not in session.payload():
+            pytest.skip(f"{session.host} has no {field}")
+        for value in [*READABLE, *WRONG_TYPES, ALMOST]:
+            session.run(session.next_call(field, value))
+        assert session.fail_opens() == []
+
+
+# ---------------------------------------------------------------------------------------------
+# the places one by one
+
+
+@pytest.mark.parametrize(
+    "session_type", [Claude, Codex, Gemini, Copilot, Qwen], ids=lambda t: t.host
+)
+def test_a_line_longer_than_the_readers_limit_is_skipped(session_type):
+    with tempfile.TemporaryDirectory() as root:
+        session, cap = refused_session(session_type, root)
+        session.inject(b'{"type":"x","usage":"' + b"9" * (tail.MAX_LINE + 10) + b'"}', None)
+        assert refused(session.run(session.next_call(), cap))
+        assert session.fail_opens() == []
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [2**62, -1, 0, 1e300, "1796153275999", b"\xff\x00", None, 2**63 - 1],
+    ids=repr,
+)
+def test_an_opencode_row_stamped_out_of_range_moves_no_window(stamp):
+    """time_created is OpenCode's clock; a row stamped far ahead (or not a number) must not
+    make the reader look past the rows written after it."""
+    with tempfile.TemporaryDirectory() as root:
+        session = OpenCode(root)
+        session.run(session.next_call())
+        before = session.spend()
+        line = json.dumps(step("msg_odd", "anthropic", "claude-sonnet-4-6", 0.5, 10, 1)[1])
+        session.write(line.encode(), None, created=stamp)
+        session.run(session.next_call())
+        # then a step written as OpenCode writes them, now: counted
+        later = step("msg_later", "anthropic", "claude-sonnet-4-6", 2.0, 10, 1)
+        put_message(session.main, "ses_root", *later, int(time.time() * 1000))
+        session.run(session.next_call())
+        assert session.spend() >= before + 2 * 10**12
+        assert session.fail_opens() == []
+
+
+def test_an_opencode_database_that_is_no_database_is_judged_on_what_was_read(tmp_path):
+    with tempfile.TemporaryDirectory() as root:
+        session, cap = refused_session(OpenCode, root)
+        session.main.write_bytes(b"not a database " * 1000)
+        assert refused(session.run(session.next_call(), cap))
+        assert session.fail_opens() == []
+
+
+@pytest.mark.parametrize("session_type", [Claude, Codex, Gemini, Qwen], ids=lambda t: t.host)
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+def test_a_session_file_that_is_no_file_is_logged_once_and_judged_on_what_was_read(
+    session_type, kind
+):
+    with tempfile.TemporaryDirectory() as root:
+        session, cap = refused_session(session_type, root)
+        session.main.unlink()
+        if kind == "folder":
+            session.main.mkdir()
+        else:
+            os.mkfifo(session.main)
+        for _ in range(3):
+            assert refused(session.run(session.next_call(), cap))
+        assert session.fail_opens() == []
+        logged = (Path(session.env["RUNAWAY_GUARD_STATE_DIR"]) / log.LOG_NAME).read_text()
+        assert logged.count(" ignored ") == 1 and "cannot read its session file" in logged
+
+
+def test_a_legacy_gemini_session_path_that_is_a_fifo_does_not_block(tmp_path):
+    with tempfile.TemporaryDirectory() as root:
+        session = Gemini(root)
+        fifo = session.main.with_name("session-2026-12-01T19-42-fifo.json")
+        os.mkfifo(fifo)
+        session.run(raw(json.dumps(str(fifo)), session.payload(), ("transcript_path",)))
+        assert session.fail_opens() == []
+
+
+# ---------------------------------------------------------------------------------------------
+# the readers' parts
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (12, 12),
+        (12.9, 12),
+        (calls.MOST, calls.MOST),
+        (calls.MOST + 1, 0),
+        (10**4000, 0),
+        (1e300, 0),
+        (float("inf"), 0),
+        (float("nan"), 0),
+        (-1, 0),
+        (-0.5, 0),
+        (True, 0),
+        ("12", 0),
+        ([12], 0),
+        (None, 0),
+    ],
+)
+def test_a_count_from_outside_data(value, expected):
+    assert calls.count(value) == expected
+
+
+def test_a_response_with_a_hostile_count_costs_what_its_other_counts_cost():
+    """The choice: a count that is not one is worth nothing; the others still count."""
+    plain = {"input_tokens": 1000, "output_tokens": 10}
+    expected = pricing.claude_cost("claude-sonnet-4-6", plain)[0]
+    for hostile in (1e300, 10**4000, float("inf"), float("nan"), -5, True, "7", [1]):
+        usage = dict(plain, cache_read_input_tokens=hostile)
+        assert pricing.claude_cost("claude-sonnet-4-6", usage)[0] == expected
+        tokens = {"input": 1000, "output": 10, "cached": hostile, "thoughts": hostile}
+        gemini = pricing.gemini_cost("gemini-2.5-pro", tokens)[0]
+        assert gemini == pricing.gemini_cost("gemini-2.5-pro", {"input": 1000, "output": 10})[0]
+
+
+def test_a_value_nested_nearly_as_deep_as_the_parser_reads_is_hashed_deeper_down():
+    """jsonio reads it near the top of the stack; the hash is taken further down, where its
+    encoder would run out of recursion."""
+    text = near_limit(ALMOST.encode())
+    value, other = jsonio.loads(text), jsonio.loads(text.replace(b"[]", b"[1]"))
+
+    def down(depth, item):
+        return down(depth - 1, item) if depth else calls.fingerprint(item)
+
+    assert down(40, value) == down(40, jsonio.loads(text)) != down(40, other)
+    assert calls.fingerprint({"a": [1, "x"]}) == calls.fingerprint({"a": [1, "x"]})
+
+
+def test_ledger_lines_the_guard_did_not_write_are_ignored(tmp_path):
+    """A line of the session's ledger (the guard's own file, which the agent can write to) that
+    takes money away or cannot be summed is no entry: the rebuilt spend is the real lines'."""
+    with ledger.Ledger(str(tmp_path), "claude", "s1") as book:
+        book.usage("m1", "main", "claude-sonnet-4-6", 5 * 10**12, True, 10, "2026-12-01")
+    path = tmp_path / "sessions" / "claude" / "s1.ledger"
+    with path.open("ab") as handle:
+        for amount in ("-5000000000000", "true", "1e300", "1" + "0" * 40, "1" + "0" * 5000):
+            handle.write(f'["m{amount[:3]}",{amount},1,"m","main","2026-12-01"]\n'.encode())
+        handle.write(b'["m9",1,-1,"m","main","2026-12-01"]\n' + DEEP.encode() + b"\n\xff\n")
+    (tmp_path / "sessions" / "claude" / f"s1{ledger.STATE}").unlink()
+    with ledger.Ledger(str(tmp_path), "claude", "s1") as book:
+        assert book.state["spend"]["total"] == 5 * 10**12

@@ -453,7 +453,8 @@ class _Reader:
         parent = data.get("parentToolCallId")
         agent = parent if isinstance(parent, str) and parent else "main"
         pending = self.pending
-        for item in hook_input.get("toolCalls") or []:
+        made = hook_input.get("toolCalls")
+        for item in made if isinstance(made, list) else ():
             if isinstance(item, dict) and isinstance(item.get("id"), str):
                 pending.setdefault(item["id"], [agent, _Unhashed(item.get("args")), []])
         while len(pending) > PENDING_KEEP:
