@@ -57,20 +57,25 @@ def fingerprint(value):
     share one (the trailing 1 keeps trailing zero bytes apart). No zlib or hashlib, whose
     import costs a call 0.3-0.5 ms where they are shared libraries (pyenv's builds)."""
     if not isinstance(value, (bytes, str)):
-        try:
-            value = jsonio.dumps(value, sort_keys=True)
-        except RecursionError:  # nested nearly as deep as jsonio.loads reads
-            value = _flat(value)
+        value = canonical(value)
     if isinstance(value, str):
         value = value.encode("utf-8", "replace")
     number = int.from_bytes(value + b"\x01", "little")
     return "".join(format(number % prime, "08x") for prime in _PRIMES)
 
 
+def canonical(value):
+    """jsonio.dumps(value, sort_keys=True) of a value from outside data; where it is nested
+    nearly as deep as jsonio.loads reads (read higher up the stack than it is written here),
+    a text that tells values apart as well, written without recursion."""
+    try:
+        return jsonio.dumps(value, sort_keys=True)
+    except RecursionError:
+        return _flat(value)
+
+
 def _flat(value):
-    """A text of a JSON value that tells values apart as jsonio.dumps does, written without
-    recursion: a value nested almost as deep as the parser reads (a tool's input, a result)
-    is read at a shallower depth than the hash is taken at."""
+    """canonical's text of a value too deep for jsonio.dumps."""
     out, todo = [], [value]
     while todo:
         item = todo.pop()

@@ -21,7 +21,8 @@ from guard_env import ROOT, fuzz
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from runaway_guard import calls, hook, jsonio, ledger, log, pricing, tail
-from runaway_guard.hosts import copilot
+from runaway_guard.hosts import codex, copilot, gemini
+from runaway_guard.hosts.qwen import _reported_outcome
 from test_opencode_host import make_db, put_message, step, tool_call
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -522,13 +523,13 @@ def test_a_hostile_payload_field_never_lets_a_refused_session_pass(session_type,
 
 
 @pytest.mark.parametrize("session_type", HOSTS, ids=lambda t: t.host)
-@pytest.mark.parametrize("field", ["session_id", "sessionId", "conversation_id"])
-def test_a_hostile_session_id_is_no_session(session_type, field):
+def test_a_hostile_session_id_is_no_session(session_type):
     """A session id that is not a string names no session: nothing to judge, nothing broken."""
     with tempfile.TemporaryDirectory() as root:
         session = session_type(root)
-        if field not in session.payload():
-            pytest.skip(f"{session.host} has no {field}")
+        (field,) = (
+            IDENTITY & {"session_id", "sessionId", "conversation_id"} & set(session.payload())
+        )
         for value in [*READABLE, *WRONG_TYPES, ALMOST]:
             session.run(session.next_call(field, value))
         assert session.fail_opens() == []
@@ -658,6 +659,15 @@ def test_a_value_nested_nearly_as_deep_as_the_parser_reads_is_hashed_deeper_down
 
     assert down(40, value) == down(40, jsonio.loads(text)) != down(40, other)
     assert calls.fingerprint({"a": [1, "x"]}) == calls.fingerprint({"a": [1, "x"]})
+    assert calls.canonical({"b": [1.5, None], "a": "x"}) == '{"a":"x","b":[1.5,null]}'
+
+    def deep_down(depth, work):
+        return deep_down(depth - 1, work) if depth else work()
+
+    # the readers that write a tool's output out as text (to hash it, or to read its status)
+    assert deep_down(40, lambda: codex._output_text(value)) == calls.canonical(value)
+    assert deep_down(40, lambda: _reported_outcome("PostToolUse", {"tool_response": value}))
+    deep_down(40, lambda: gemini._decode_left(value, {}))
 
 
 def test_ledger_lines_the_guard_did_not_write_are_ignored(tmp_path):

@@ -15,7 +15,7 @@ ends the run from outside, the way the person would (research/codex-ending-a-tur
 import time
 
 from .. import fs, jsonio, pricing
-from ..calls import Call, count, fingerprint, tool_name
+from ..calls import Call, canonical, count, fingerprint, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import HEAD, head_types, type_at
 from . import hook_entry
@@ -340,7 +340,7 @@ def _usage(raw):
 def _output_text(output):
     if isinstance(output, str):
         return output
-    return jsonio.dumps(output, sort_keys=True)
+    return canonical(output)
 
 
 def outcome(text):

@@ -23,7 +23,7 @@ Seen on 0.61.0 (tests/fixtures/gemini/README.md):
 """
 
 from .. import fs, jsonio, ledger, pricing, tail
-from ..calls import MODEL, PROMPT, RESULT, Call, fingerprint, tool_name
+from ..calls import MODEL, PROMPT, RESULT, Call, canonical, fingerprint, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import head_types
 from ._files import LONG, each_line, followed, listing, local_day, read_all
@@ -142,7 +142,7 @@ def call(payload):
         response = payload.get("tool_response")
         response = response if isinstance(response, dict) else {}
         content = response.get("llmContent")
-        text = content if isinstance(content, str) else jsonio.dumps(content, sort_keys=True)
+        text = content if isinstance(content, str) else canonical(content)
         status = "fail" if response.get("error") else _text_status(payload.get("tool_name"), text)
         return Call(
             NAME,
@@ -357,7 +357,7 @@ def _result_text(result):
                 return body["error"], True
             if isinstance(body.get("output"), (str, _Long)):
                 return body["output"], False
-            return jsonio.dumps(body, sort_keys=True), False
+            return canonical(body), False
     return "", False
 
 
@@ -536,13 +536,17 @@ def _resolved(finished):
 
 
 def _decode_left(value, longs):
-    """Each placeholder left in value (a dict or a list) replaced by its string decoded."""
-    for key, item in value.items() if isinstance(value, dict) else enumerate(value):
-        if isinstance(item, str):
-            if item in longs:
-                value[key] = _Long(*longs[item]).whole()
-        elif isinstance(item, (dict, list)):
-            _decode_left(item, longs)
+    """Each placeholder left in value (a dict or a list) replaced by its string decoded; walked
+    without recursion (a call's args may nest nearly as deep as jsonio reads)."""
+    todo = [value]
+    while todo:
+        value = todo.pop()
+        for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+            if isinstance(item, str):
+                if item in longs:
+                    value[key] = _Long(*longs[item]).whole()
+            elif isinstance(item, (dict, list)):
+                todo.append(item)
 
 
 def _put_back(record, longs):

@@ -19,7 +19,7 @@ Seen on 0.24.4 (tests/fixtures/qwen/README.md):
 """
 
 from .. import fs, jsonio, pricing
-from ..calls import MODEL, RESULT, Call, count, fingerprint, tool_name
+from ..calls import MODEL, RESULT, Call, canonical, count, fingerprint, tool_name
 from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP
 from ..jsonio import head_types
 from . import hook_entry
@@ -145,7 +145,7 @@ def _reported_outcome(event, payload):
         text = response.get("llmContent") if isinstance(response, dict) else response
     if isinstance(text, str):
         text = "\n".join(line for line in text.split("\n") if not line.startswith(_VOLATILE))
-    return fingerprint(text if isinstance(text, str) else jsonio.dumps(text, sort_keys=True))
+    return fingerprint(text if isinstance(text, str) else canonical(text))
 
 
 _VOLATILE = ("Process Group PGID:", "Background PIDs:")
