@@ -209,6 +209,11 @@ def _agent(path):
     return fs.basename(path)[: -len(".jsonl")]
 
 
+# A legacy session file larger than this is not read (decoding it whole would outlast the
+# hook's timeout): its spend is not counted, and the other wires still work.
+LEGACY_MAX = 64 << 20
+
+
 def _read_whole(book, path, finished):
     """A legacy session-*.json: read again whole whenever it changed (it is rewritten whole)."""
     legacy = book.state.setdefault("legacy", {})
@@ -216,8 +221,8 @@ def _read_whole(book, path, finished):
         info = fs.stat(path)
     except OSError:
         return
-    if not tail.regular(info.st_mode):
-        return  # a folder, or a FIFO that would block the read until the host's timeout
+    if not tail.regular(info.st_mode) or info.st_size > LEGACY_MAX:
+        return  # a folder, a FIFO (reading it would block until the host's timeout), too large
     stamp = [info.st_ino, info.st_size, info.st_mtime_ns]
     entry = legacy.setdefault(path, {"agent": "main"})
     if entry.get("stamp") == stamp:
