@@ -4,7 +4,8 @@ are not files, in a session file's line, an OpenCode row or a payload.
 
 The property: a session the guard refuses (its spend past the cap) stays refused after any one
 such change, and the guard never fails open on it; a session it allows neither crashes nor
-hangs. Each host's session is one of its recorded fixtures (tests/fixtures/<host>/).
+hangs. Each host's session is one of its recorded fixtures (tests/fixtures/<host>/), but
+OpenCode's, whose rows are written as OpenCode writes them (test_opencode_host's helpers).
 """
 
 import json
@@ -79,7 +80,7 @@ def raw(value_text, record=None, path=()):
 
 
 def paths_of(value, prefix=()):
-    """Every key path in a JSON value; the numbers' paths first."""
+    """(the key paths of a JSON value's numbers, every other key path in it)."""
     numbers, others = [], []
     stack = [(value, prefix)]
     while stack:
@@ -297,13 +298,13 @@ class Copilot(Session):
     def run(self, data, cap=None):
         # Copilot's module reads COPILOT_HOME from the process's environment; a call waits for
         # events.jsonl to show it, which these calls never do.
-        saved = os.environ.get("COPILOT_HOME"), copilot.WAIT
+        saved = os.environ.get("COPILOT_HOME"), copilot.WAIT, copilot.SHORT_WAIT
         os.environ["COPILOT_HOME"] = str(self.root / "copilot")
         copilot.WAIT = copilot.SHORT_WAIT = 0.01
         try:
             return super().run(data, cap)
         finally:
-            copilot.WAIT, copilot.SHORT_WAIT = saved[1], 0.2
+            copilot.WAIT, copilot.SHORT_WAIT = saved[1:]
             if saved[0] is None:
                 del os.environ["COPILOT_HOME"]
             else:
@@ -683,3 +684,43 @@ def test_ledger_lines_the_guard_did_not_write_are_ignored(tmp_path):
     (tmp_path / "sessions" / "claude" / f"s1{ledger.STATE}").unlink()
     with ledger.Ledger(str(tmp_path), "claude", "s1") as book:
         assert book.state["spend"]["total"] == 5 * 10**12
+
+
+class CursorFailures(Cursor):
+    """A Cursor turn refused by its failure run (five shell calls failed in a row): a hostile
+    post-tool payload never ends the run nor makes the guard fail open."""
+
+    def place(self):
+        super().place()
+        inputs = FIXTURES / "cursor" / "docs" / "hook_inputs.jsonl"
+        self.failure = dict(
+            json.loads(inputs.read_text().splitlines()[3]), conversation_id=self.session_id
+        )
+        self.env["RUNAWAY_GUARD_MAX_FAILURES"] = "5"
+        for n in range(5):
+            self.run(json.dumps(self.payload(f"fail{n}")).encode())
+            failed = dict(self.failure, tool_use_id=f"fail{n}", generation_id="g")
+            self.run(json.dumps(failed).encode())
+
+    def payload(self, tool_use_id=None):
+        return dict(super().payload(), generation_id="g", tool_use_id=tool_use_id or "next")
+
+    def records(self):
+        return [dict(self.failure, generation_id="g", tool_use_id="fail4")]
+
+
+@pytest.mark.parametrize("session_type", [CursorFailures], ids=lambda t: t.host)
+def test_a_hostile_payload_never_ends_a_failure_run(session_type):
+    records = records_of(session_type)
+
+    @fuzz(40)
+    @given(line=hostile_lines(records))
+    def case(line):
+        with tempfile.TemporaryDirectory() as root:
+            session = session_type(root)
+            assert refused(session.run(session.next_call()))
+            session.inject(line, None)
+            assert refused(session.run(session.next_call()))
+            assert session.fail_opens() == []
+
+    case()
