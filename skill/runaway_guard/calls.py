@@ -34,15 +34,36 @@ def path(value):
 MOST = 10**15
 
 
+# What the readers passed over in this call (a line that is not JSON, a count that is not one),
+# each said once: hosts._files.say_ignored writes it to hook.log, once per session.
+ignored = []
+
+
+NOT_JSON = "a line that is not JSON"
+
+
+def ignore(what):
+    if what not in ignored:
+        ignored.append(what)
+
+
 def count(value):
     """A token count (or a time in milliseconds) from outside data: a whole number from 0 to
-    MOST, else 0. A hostile count (negative, not finite, a bool, a string, a list, a number of
-    thousands of digits) is worth nothing: the record's other counts still count, and a sum of
-    counts can never reach a size a float cannot hold (the dollars status shows)."""
+    MOST, else 0. Absent (None) is 0; a hostile count (negative, not finite, a bool, a string,
+    a list, a number of thousands of digits) is worth nothing too, and noted (ignore): the
+    record's other counts still count, and a sum of counts can never reach a size a float
+    cannot hold (the dollars status shows)."""
     if type(value) is int:  # JSON's integers, the usual case (a bool's type is bool)
-        return value if 0 < value <= MOST else 0
-    if type(value) is float and 0 < value <= MOST:  # neither NaN nor infinite
-        return int(value)
+        if 0 < value <= MOST:
+            return value
+        if value == 0:
+            return 0
+    elif type(value) is float:
+        if 0 <= value <= MOST:  # neither NaN nor infinite
+            return int(value)
+    elif value is None:
+        return 0
+    ignore("a count that is not a whole number from 0 to 10**15")
     return 0
 
 

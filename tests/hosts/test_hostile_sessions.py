@@ -131,6 +131,7 @@ class Session:
 
     host = ""
     session_id = ""
+    priced = "usage"  # a key on the way to the token counts its reader prices
 
     def __init__(self, root):
         self.root = Path(root)
@@ -149,6 +150,10 @@ class Session:
     def payload(self):
         """The next call's payload: a shell command the session has not run yet."""
         raise NotImplementedError
+
+    def fresh(self, record, n):
+        """The record as a response of its own (the host's readers price a response once)."""
+        return record
 
     def records(self):
         """The records of its main session file, to make hostile lines from."""
@@ -228,6 +233,11 @@ class Claude(Session):
             "tool_use_id": f"toolu_hostile{self.calls}",
             "prompt_id": "p1",
         }
+
+    def fresh(self, record, n):
+        record = json.loads(json.dumps(record))
+        record["message"]["id"] = f"msg_hostile{n}"
+        return record
 
 
 class Codex(Session):
@@ -313,6 +323,7 @@ class Copilot(Session):
 
 class Qwen(Session):
     host = "qwen"
+    priced = "token_count"  # its telemetry's api_response, not the usageMetadata it shows
 
     def place(self):
         source = FIXTURES / "qwen" / "usage"
@@ -344,6 +355,7 @@ class OpenCode(Session):
     written as a new row or over one that was there."""
 
     host = "opencode"
+    rows = 0  # hostile rows written
 
     def place(self):
         self.main = make_db(self.root / "opencode.db")
@@ -364,11 +376,12 @@ class OpenCode(Session):
                     (line, f"msg_{replace % 4}"),
                 )
             else:
-                stamp = 1796153275877 + self.calls if created is None else created
+                self.rows += 1
+                stamp = 1796153275877 + self.rows if created is None else created
                 db.execute(
                     "INSERT INTO message (id, session_id, time_created, time_updated, data)"
                     " VALUES (?, 'ses_root', ?, ?, CAST(? AS TEXT))",
-                    (f"msg_hostile{self.calls}", stamp, stamp, line),
+                    (f"msg_hostile{self.rows}", stamp, stamp, line),
                 )
 
     def payload(self):
@@ -400,8 +413,10 @@ class Cursor(Session):
         # A payload that is no JSON object is hook.py's to answer (with Cursor's allow): what
         # the host module reads is an object's fields.
         try:
-            assume(isinstance(jsonio.loads(line), dict))
+            readable = isinstance(jsonio.loads(line), dict)
         except ValueError:
+            readable = False
+        if not readable:
             assume(False)
         self.run(line)
 
@@ -724,3 +739,30 @@ def test_a_hostile_payload_never_ends_a_failure_run(session_type):
             assert session.fail_opens() == []
 
     case()
+
+
+@pytest.mark.parametrize("session_type", HOSTS, ids=lambda t: t.host)
+def test_what_is_passed_over_is_said_once_a_session_and_a_clean_session_says_nothing(
+    session_type,
+):
+    with tempfile.TemporaryDirectory() as root:
+        session = session_type(root)
+        session.run(session.next_call())
+        logged = Path(session.env["RUNAWAY_GUARD_STATE_DIR"]) / log.LOG_NAME
+        assert not logged.exists() or " ignored " not in logged.read_text()
+        # a record with token counts, one of them hostile, and (but for a payload, which would
+        # be unreadable) the same record not JSON
+        counts = [
+            (record, path, any(session.priced in str(key).lower() for key in path))
+            for record in session.records()
+            for path in paths_of(record)[0]
+            if any("token" in str(key).lower() for key in path)
+        ]
+        record, path, _ = max(counts, key=lambda found: found[2])  # a usage's, where there is one
+        for n in range(3):
+            session.inject(raw("-1e300", session.fresh(record, n), path), None)
+            if session_type is not Cursor:
+                session.inject(b"{\xff" + json.dumps(session.fresh(record, n)).encode()[1:], None)
+            session.run(session.next_call())
+        said = [line for line in logged.read_text().splitlines() if " ignored " in line]
+        assert len(said) == 1 and session.session_id in said[0]

@@ -8,6 +8,7 @@ matter are parsed: a cheap byte test comes before any JSON decoding.
 import time
 
 from .. import fs, jsonio, tail
+from ..calls import ignored
 from ..ledger import DORMANT
 
 _day_cache = {}
@@ -166,6 +167,24 @@ def read_all(book, main, reader, named=None, agent=None):
             files[path] = _packed(path, entry, named)
     if falling:
         _fall(book, falling, dormant)
+    if ignored:
+        say_ignored(book)
+
+
+def say_ignored(book):
+    """Say in hook.log, once per session, what the readers passed over (calls.ignored): the
+    guard judged the call on the rest."""
+    if not book.state.get("ignored"):
+        book.state["ignored"] = True
+        from .. import log
+
+        log.append(
+            book.state_dir,
+            "ignored",
+            f"{book.host} {book.session_id}: passed over {'; '.join(ignored)} in what the host"
+            " wrote (judged on the rest; said once a session)",
+        )
+    del ignored[:]
 
 
 def _unreadable(book, error):

@@ -10,7 +10,7 @@ largest output count seen.
 import time
 
 from .. import fs, jsonio, pricing
-from ..calls import Call, count, fingerprint, tool_name
+from ..calls import NOT_JSON, Call, count, fingerprint, ignore, tool_name
 from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import HEAD, head_types, type_at
 from . import hook_entry
@@ -371,6 +371,7 @@ class _Reader:
         try:
             record = jsonio.loads(raw)
         except ValueError:
+            ignore(NOT_JSON)
             return
         if not isinstance(record, dict):
             return

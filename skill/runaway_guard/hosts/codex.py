@@ -15,7 +15,7 @@ ends the run from outside, the way the person would (research/codex-ending-a-tur
 import time
 
 from .. import fs, jsonio, pricing
-from ..calls import Call, canonical, count, fingerprint, tool_name
+from ..calls import NOT_JSON, Call, canonical, count, fingerprint, ignore, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import HEAD, head_types, type_at
 from . import hook_entry
@@ -459,6 +459,7 @@ class _Reader:
         try:
             record = jsonio.loads(raw)
         except ValueError:
+            ignore(NOT_JSON)
             return
         if isinstance(record, dict) and isinstance(record.get("payload"), dict):
             handler(record, record["payload"])

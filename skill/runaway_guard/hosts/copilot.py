@@ -34,9 +34,9 @@ Seen on 1.0.102 (tests/fixtures/copilot/README.md):
 import time
 
 from .. import fs, jsonio, pricing
-from ..calls import TOOL, Call, count, fingerprint, tool_name
+from ..calls import NOT_JSON, TOOL, Call, count, fingerprint, ignore, ignored, tool_name
 from ..decisions import ASK, DENY, STOP, TELL
-from ._files import local_day, read_file
+from ._files import local_day, read_file, say_ignored
 
 NAME = "copilot"
 LABEL = "Copilot CLI"
@@ -223,6 +223,8 @@ def sync(book, call):
             break
         time.sleep(POLL)
     call.prompt_id = entry.get("prompt") or call.prompt_id
+    if ignored:
+        say_ignored(book)
     if call.tool_use_id:
         mine["misses"] = 0
         return True
@@ -415,6 +417,7 @@ class _Reader:
         try:
             record = jsonio.loads(raw)
         except ValueError:
+            ignore(NOT_JSON)
             return
         if isinstance(record, dict) and isinstance(record.get("data"), dict):
             handler(record, record["data"])

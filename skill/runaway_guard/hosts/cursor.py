@@ -22,10 +22,10 @@ other projects recorded (tests/fixtures/cursor/README.md, with sources):
 """
 
 from .. import jsonio, pricing
-from ..calls import END, RESULT, Call, count, fingerprint, tool_name
+from ..calls import END, RESULT, Call, count, fingerprint, ignored, tool_name
 from ..decisions import DENY
 from . import hook_entry
-from ._files import local_day
+from ._files import local_day, say_ignored
 
 NAME = "cursor"
 LABEL = "Cursor"
@@ -164,6 +164,8 @@ def sync(book, call):
             usage["output_tokens"],
             local_day(None),
         )
+    if ignored:
+        say_ignored(book)
     return False
 
 

@@ -23,7 +23,7 @@ Seen on 0.61.0 (tests/fixtures/gemini/README.md):
 """
 
 from .. import fs, jsonio, ledger, pricing, tail
-from ..calls import MODEL, PROMPT, RESULT, Call, canonical, fingerprint, tool_name
+from ..calls import MODEL, NOT_JSON, PROMPT, RESULT, Call, canonical, fingerprint, ignore, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import head_types
 from ._files import LONG, each_line, followed, listing, local_day, read_all
@@ -690,6 +690,7 @@ class _Reader:
         try:
             record = _decoded(raw)
         except ValueError:
+            ignore(NOT_JSON)
             return
         if not isinstance(record, dict):
             return

@@ -36,8 +36,9 @@ import sys
 import time
 
 from .. import fs, jsonio
-from ..calls import MODEL, Call, count, fingerprint, text, tool_name
+from ..calls import MODEL, Call, count, fingerprint, ignore, ignored, text, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
+from ._files import say_ignored
 
 NAME = "opencode"
 LABEL = "OpenCode"
@@ -150,6 +151,8 @@ def sync(book, call):
             db.close()
     except sqlite.Error:
         return False  # not a database, or a damaged one: judged on what was read before
+    if ignored:
+        say_ignored(book)
     return True
 
 
@@ -297,6 +300,7 @@ def _row(data):
     try:
         return _dict(jsonio.loads(data))
     except ValueError:
+        ignore("a row that is not JSON")
         return {}
 
 

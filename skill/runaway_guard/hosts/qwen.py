@@ -19,7 +19,7 @@ Seen on 0.24.4 (tests/fixtures/qwen/README.md):
 """
 
 from .. import fs, jsonio, pricing
-from ..calls import MODEL, RESULT, Call, canonical, count, fingerprint, tool_name
+from ..calls import MODEL, NOT_JSON, RESULT, Call, canonical, count, fingerprint, ignore, tool_name
 from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP
 from ..jsonio import head_types
 from . import hook_entry
@@ -205,6 +205,7 @@ class _Reader:
         try:
             record = jsonio.loads(raw)
         except ValueError:
+            ignore(NOT_JSON)
             return
         if isinstance(record, dict):
             handler(record)
