@@ -35,14 +35,13 @@ MOST = 10**15
 
 
 # What the readers passed over in this call (a line that is not JSON, a count that is not one),
-# each said once: hosts._files.say_ignored writes it to hook.log, once per session.
+# each named once: hosts._files.say_ignored writes them to hook.log, once a session.
 ignored = []
-
-
 NOT_JSON = "a line that is not JSON"
 
 
 def ignore(what):
+    """Note that the readers passed over what (see ignored)."""
     if what not in ignored:
         ignored.append(what)
 

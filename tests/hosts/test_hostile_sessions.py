@@ -173,10 +173,12 @@ class Session:
         with ledger.Ledger(self.env["RUNAWAY_GUARD_STATE_DIR"], self.host, self.session_id) as book:
             return book.state["spend"]["total"]
 
-    def fail_opens(self):
+    def log(self):
         path = Path(self.env["RUNAWAY_GUARD_STATE_DIR"]) / log.LOG_NAME
-        lines = path.read_text(errors="replace").splitlines() if path.exists() else []
-        return [line for line in lines if " fail-open " in line]
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def fail_opens(self):
+        return [line for line in self.log().splitlines() if " fail-open " in line]
 
     def run(self, data, cap=None):
         """The guard's answer to one payload (bytes), failing open as guard.py does (a
@@ -595,6 +597,7 @@ def test_an_opencode_database_that_is_no_database_is_judged_on_what_was_read(tmp
         session.main.write_bytes(b"not a database " * 1000)
         assert refused(session.run(session.next_call(), cap))
         assert session.fail_opens() == []
+        assert "a database it cannot read" in session.log()
 
 
 @pytest.mark.parametrize("session_type", [Claude, Codex, Gemini, Qwen], ids=lambda t: t.host)
@@ -612,7 +615,7 @@ def test_a_session_file_that_is_no_file_is_logged_once_and_judged_on_what_was_re
         for _ in range(3):
             assert refused(session.run(session.next_call(), cap))
         assert session.fail_opens() == []
-        logged = (Path(session.env["RUNAWAY_GUARD_STATE_DIR"]) / log.LOG_NAME).read_text()
+        logged = session.log()
         assert logged.count(" ignored ") == 1 and "cannot read its session file" in logged
 
 
@@ -623,6 +626,7 @@ def test_a_legacy_gemini_session_path_that_is_a_fifo_does_not_block(tmp_path):
         os.mkfifo(fifo)
         session.run(raw(json.dumps(str(fifo)), session.payload(), ("transcript_path",)))
         assert session.fail_opens() == []
+        assert "not a regular file" in session.log()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -748,8 +752,7 @@ def test_what_is_passed_over_is_said_once_a_session_and_a_clean_session_says_not
     with tempfile.TemporaryDirectory() as root:
         session = session_type(root)
         session.run(session.next_call())
-        logged = Path(session.env["RUNAWAY_GUARD_STATE_DIR"]) / log.LOG_NAME
-        assert not logged.exists() or " ignored " not in logged.read_text()
+        assert " ignored " not in session.log()
         # a record with token counts, one of them hostile, and (but for a payload, which would
         # be unreadable) the same record not JSON
         counts = [
@@ -764,5 +767,5 @@ def test_what_is_passed_over_is_said_once_a_session_and_a_clean_session_says_not
             if session_type is not Cursor:
                 session.inject(b"{\xff" + json.dumps(session.fresh(record, n)).encode()[1:], None)
             session.run(session.next_call())
-        said = [line for line in logged.read_text().splitlines() if " ignored " in line]
+        said = [line for line in session.log().splitlines() if " ignored " in line]
         assert len(said) == 1 and session.session_id in said[0]

@@ -222,7 +222,9 @@ def _read_whole(book, path, finished):
     except OSError:
         return
     if not tail.regular(info.st_mode) or info.st_size > LEGACY_MAX:
-        return  # a folder, a FIFO (reading it would block until the host's timeout), too large
+        # a folder, a FIFO (reading it would block until the host's timeout), too large
+        ignore("a session file that is not a regular file, or is past 64 MiB")
+        return
     stamp = [info.st_ino, info.st_size, info.st_mtime_ns]
     entry = legacy.setdefault(path, {"agent": "main"})
     if entry.get("stamp") == stamp:

@@ -141,6 +141,7 @@ def sync(book, call):
         return False
     sqlite = _sqlite()
     uri = "file:" + path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    read = True
     try:
         db = sqlite.connect(uri + "?mode=ro", uri=True, timeout=5)
         try:
@@ -149,11 +150,13 @@ def sync(book, call):
             _read(book, db, path, call.session_id)
         finally:
             db.close()
-    except sqlite.Error:
-        return False  # not a database, or a damaged one: judged on what was read before
+    except sqlite.Error as error:
+        # not a database, or a damaged one: judged on what was read before
+        ignore(f"a database it cannot read ({error})")
+        read = False
     if ignored:
         say_ignored(book)
-    return True
+    return read
 
 
 def _text(data):
