@@ -506,10 +506,11 @@ IDENTITY = {"session_id", "sessionId", "conversation_id", "hook_event_name", "ru
 
 
 @st.composite
-def hostile_fields(draw, session_type, odd):
-    """(field, its value's raw JSON text) for one field of the host's payload."""
+def hostile_fields(draw, session_type, odd, identity=False):
+    """(field, its value's raw JSON text) for one field of the host's payload (with identity,
+    the fields that name its session and event too)."""
     with tempfile.TemporaryDirectory() as root:
-        fields = sorted(set(session_type(root).payload()) - IDENTITY)
+        fields = sorted(set(session_type(root).payload()) - (set() if identity else IDENTITY))
     field = draw(st.sampled_from(fields))
     # (no integer of 5,000 digits: that payload is not JSON Python reads, and what answers an
     # unreadable payload is hook.py's; nor can a host's JSON.stringify write one)
@@ -535,6 +536,22 @@ def test_a_hostile_payload_field_never_lets_a_refused_session_pass(session_type,
         with tempfile.TemporaryDirectory() as root:
             session, cap = refused_session(session_type, root)
             assert refused(session.run(session.next_call(*change), cap))
+            assert session.fail_opens() == []
+
+    case()
+
+
+@pytest.mark.parametrize("session_type", HOSTS, ids=lambda t: t.host)
+def test_a_hostile_payload_field_never_crashes_an_allowed_session(session_type, odd_paths):
+    @fuzz(25)
+    @given(change=hostile_fields(session_type, odd_paths, identity=True))
+    def case(change):
+        with tempfile.TemporaryDirectory() as root:
+            session = session_type(root)
+            session.run(session.next_call())
+            spent = session.spend()
+            session.run(session.next_call(*change))
+            assert session.spend() >= spent
             assert session.fail_opens() == []
 
     case()
