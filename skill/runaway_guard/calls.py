@@ -15,6 +15,57 @@ def text(value):
     return value if isinstance(value, str) and value else None
 
 
+def path(value):
+    """A path (or a session id, which the readers make paths of) from outside data: a non-empty
+    string the system calls take, else None. They refuse a NUL byte (ValueError) and a lone
+    surrogate, which JSON's `\\ud800` spells (UnicodeEncodeError)."""
+    if not isinstance(value, str) or not value or "\x00" in value:
+        return None
+    if not value.isascii():
+        try:
+            value.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            return None
+    return value
+
+
+# No response uses this many tokens (a quadrillion: $150M of output at $150 per million), nor
+# does a session's running total; OpenCode's millisecond timestamps stay far below it too.
+MOST = 10**15
+
+
+# What the readers passed over in this call (a line that is not JSON, a count that is not one),
+# each named once: hosts._files.say_ignored writes them to hook.log, once a session.
+ignored = []
+NOT_JSON = "a line that is not JSON"
+
+
+def ignore(what):
+    """Note that the readers passed over what (see ignored)."""
+    if what not in ignored:
+        ignored.append(what)
+
+
+def count(value):
+    """A token count (or a time in milliseconds) from outside data: a whole number from 0 to
+    MOST, else 0. Absent (None) is 0; a hostile count (negative, not finite, a bool, a string,
+    a list, a number of thousands of digits) is worth nothing too, and noted (ignore): the
+    record's other counts still count, and a sum of counts can never reach a size a float
+    cannot hold (the dollars status shows)."""
+    if type(value) is int:  # JSON's integers, the usual case (a bool's type is bool)
+        if 0 < value <= MOST:
+            return value
+        if value == 0:
+            return 0
+    elif type(value) is float:
+        if 0 <= value <= MOST:  # neither NaN nor infinite
+            return int(value)
+    elif value is None:
+        return 0
+    ignore("a count that is not a whole number from 0 to 10**15")
+    return 0
+
+
 # Two primes below 2**30: CPython divides a long by one machine digit fastest.
 _PRIMES = ((1 << 30) - 35, (1 << 30) - 41)
 
@@ -26,11 +77,51 @@ def fingerprint(value):
     share one (the trailing 1 keeps trailing zero bytes apart). No zlib or hashlib, whose
     import costs a call 0.3-0.5 ms where they are shared libraries (pyenv's builds)."""
     if not isinstance(value, (bytes, str)):
-        value = jsonio.dumps(value, sort_keys=True)
+        value = canonical(value)
     if isinstance(value, str):
         value = value.encode("utf-8", "replace")
     number = int.from_bytes(value + b"\x01", "little")
     return "".join(format(number % prime, "08x") for prime in _PRIMES)
+
+
+def canonical(value):
+    """jsonio.dumps(value, sort_keys=True) of a value from outside data; where it is nested
+    nearly as deep as jsonio.loads reads (read higher up the stack than it is written here),
+    a text that tells values apart as well, written without recursion."""
+    try:
+        return jsonio.dumps(value, sort_keys=True)
+    except RecursionError:
+        return _flat(value)
+
+
+def _flat(value):
+    """canonical's text of a value too deep for jsonio.dumps."""
+    out, todo = [], [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, dict):
+            out.append("{")
+            todo.append(_Mark("}"))
+            for key in sorted(item, key=str, reverse=True):
+                todo.extend((item[key], _Mark(jsonio.dumps(str(key)) + ":")))
+        elif isinstance(item, list):
+            out.append("[")
+            todo.append(_Mark("]"))
+            todo.extend(reversed(item))
+        elif isinstance(item, _Mark):
+            out.append(item.text)
+        else:
+            out.append(jsonio.dumps(item, sort_keys=True) + ",")
+    return "".join(out)
+
+
+class _Mark:
+    """Text _flat writes as it is (a bracket, a key), told apart from a string value."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text):
+        self.text = text
 
 
 class Call:
@@ -54,10 +145,10 @@ class Call:
 
     def __init__(self, host, session_id, **fields):
         self.host = host
-        self.session_id = text(session_id)
+        self.session_id = path(session_id)
         self.event = fields.get("event", TOOL)
-        self.transcript_path = text(fields.get("transcript_path"))
-        self.cwd = text(fields.get("cwd"))
+        self.transcript_path = path(fields.get("transcript_path"))
+        self.cwd = path(fields.get("cwd"))
         self.agent = text(fields.get("agent")) or "main"
         self.tool = fields.get("tool") or ""
         self.tool_input = fields.get("tool_input")

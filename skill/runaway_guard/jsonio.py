@@ -60,8 +60,11 @@ if _json is not None:
         raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
     def _encoder(sort_keys, default):
+        # No markers for circular references (JSON data has none): a dict of them, kept by the
+        # encoder made once, would keep the ids of what an encoding cut short by a RecursionError
+        # had open, and call a later value that reuses one circular.
         return _json.make_encoder(
-            {},
+            None,
             default,
             _json.encode_basestring_ascii,
             None,

@@ -772,13 +772,23 @@ def _refused_write(error):
     )
 
 
+# More than any response costs or any session spends ($10**15): a ledger line past it is not
+# one the guard wrote, and a sum of such lines could not be shown in dollars (a float).
+MOST_PICO = 10**27
+
+
 def _valid_entry(entry):
+    """Whether a ledger line is [key, picodollars, output, model, agent, day] as usage() writes
+    it: amounts whole numbers (not bools) from 0 to MOST_PICO. Any other line is ignored: one
+    that takes money away (negative) or cannot be summed and shown is no entry of the guard's."""
     return (
         isinstance(entry, list)
         and len(entry) == 6
         and isinstance(entry[0], str)
-        and isinstance(entry[1], int)
-        and isinstance(entry[2], int)
+        and type(entry[1]) is int
+        and type(entry[2]) is int
+        and 0 <= entry[1] <= MOST_PICO
+        and 0 <= entry[2] <= MOST_PICO
         and all(isinstance(item, str) for item in entry[3:])
     )
 

@@ -11,6 +11,7 @@ inference premium), and a session total is an exact sum.
 """
 
 from . import fs, jsonio
+from .calls import MOST, count
 
 _PICO_PER_MTOK_USD = 10**6  # $1 per million tokens = 1e6 picodollars per token
 
@@ -266,26 +267,16 @@ def _plain(name):
 # Reading outside data: usage may be any JSON
 
 
-def _count(value) -> int:
-    """A token count, or 0 for anything that is not a non-negative number."""
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int):
-        return value if value > 0 else 0
-    if isinstance(value, float) and value == value and value not in (float("inf"), float("-inf")):
-        return int(value) if value > 0 else 0
-    return 0
-
-
 def _dict(value):
     return value if isinstance(value, dict) else {}
 
 
 def _is_count(value):
-    """Claude Code's own test for an iteration field: a finite number >= 0."""
+    """Claude Code's own test for an iteration field: a finite number >= 0 (and the guard's:
+    no more than MOST)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
-    return value == value and value not in (float("inf"), float("-inf")) and value >= 0
+    return value == value and 0 <= value <= MOST
 
 
 # ---------------------------------------------------------------------------------------------
@@ -295,9 +286,9 @@ def _is_count(value):
 def _cache_split(usage):
     """(total writes, 1h writes) the way Claude Code reads them."""
     breakdown = _dict(usage.get("cache_creation"))
-    five = _count(breakdown.get("ephemeral_5m_input_tokens"))
-    hour = _count(breakdown.get("ephemeral_1h_input_tokens"))
-    total = _count(usage.get("cache_creation_input_tokens"))
+    five = count(breakdown.get("ephemeral_5m_input_tokens"))
+    hour = count(breakdown.get("ephemeral_1h_input_tokens"))
+    total = count(usage.get("cache_creation_input_tokens"))
     if total == 0:
         # Claude Code fills a missing total from the breakdown as it accumulates the stream.
         total = five + hour
@@ -308,9 +299,9 @@ def _claude_part(rates, part):
     """Picodollars for one request's tokens (no geo premium, no web search)."""
     base = rates["base"]
     long = rates["long"]
-    inp = _count(part.get("input_tokens"))
-    out = _count(part.get("output_tokens"))
-    read = _count(part.get("cache_read_input_tokens"))
+    inp = count(part.get("input_tokens"))
+    out = count(part.get("output_tokens"))
+    read = count(part.get("cache_read_input_tokens"))
     write, hour, _ = _cache_split(part)
     table = base
     if long is not None and inp + read + write > long[0]:
@@ -384,7 +375,7 @@ def claude_cost(model: str, usage: dict) -> tuple:
         if isinstance(iterations, list) and iterations
         else ()
     )
-    searches = _count(_dict(usage.get("server_tool_use")).get("web_search_requests"))
+    searches = count(_dict(usage.get("server_tool_use")).get("web_search_requests"))
 
     fallbacks = iterations and [
         it
@@ -439,10 +430,10 @@ def codex_usage_pricer(model: str, service_tier=None):
 
     def priced(usage):
         usage = _dict(usage)
-        inp = _count(usage.get("input_tokens"))
-        cached = min(_count(usage.get("cached_input_tokens")), inp)
-        written = min(_count(usage.get("cache_write_input_tokens")), inp - cached)
-        return price(inp, cached, written, _count(usage.get("output_tokens")))
+        inp = count(usage.get("input_tokens"))
+        cached = min(count(usage.get("cached_input_tokens")), inp)
+        written = min(count(usage.get("cache_write_input_tokens")), inp - cached)
+        return price(inp, cached, written, count(usage.get("output_tokens")))
 
     return priced
 
@@ -536,11 +527,13 @@ def gemini_pricer(model: str) -> tuple:
         get = tokens.get
         inp, cached, tool = get("input", 0), get("cached", 0), get("tool", 0)
         out, thoughts = get("output", 0), get("thoughts", 0)
-        # what _count makes of each, in one test when all are ints (a bool's type is bool)
-        if not type(inp) is type(cached) is type(tool) is type(out) is type(thoughts) is int or (
-            inp < 0 or cached < 0 or tool < 0 or out < 0 or thoughts < 0
+        # what count makes of each, in one test when all are ints (a bool's type is bool)
+        if (
+            not type(inp) is type(cached) is type(tool) is type(out) is type(thoughts) is int
+            or (inp < 0 or cached < 0 or tool < 0 or out < 0 or thoughts < 0)
+            or inp + cached + tool + out + thoughts > MOST
         ):
-            inp, cached, tool, out, thoughts = map(_count, (inp, cached, tool, out, thoughts))
+            inp, cached, tool, out, thoughts = map(count, (inp, cached, tool, out, thoughts))
         if cached > inp:
             cached = inp
         out += thoughts

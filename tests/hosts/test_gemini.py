@@ -162,9 +162,9 @@ token_counts = st.one_of(
 @example("gemini-2.5-pro", {"input": 300_000, "cached": -1, "output": True, "thoughts": 2.5})
 def test_a_responses_price_is_its_tokens_at_the_tables_rates(model, tokens):
     """The reader's pricer (one per model) applies the table's rates as written: whatever a
-    record's tokens hold, a count that is not a non-negative number is 0 (pricing._count)."""
-    n = {key: pricing._count(tokens.get(key)) for key in ("input", "cached", "tool", "output")}
-    out = n["output"] + pricing._count(tokens.get("thoughts"))
+    record's tokens hold, a count that is not a non-negative number is 0 (pricing.count)."""
+    n = {key: pricing.count(tokens.get(key)) for key in ("input", "cached", "tool", "output")}
+    out = n["output"] + pricing.count(tokens.get("thoughts"))
     entry = RATES["models"][model]
     long = entry.get("long_context")
     rates = long if long and n["input"] > long["above_prompt_tokens"] else entry
@@ -966,3 +966,12 @@ def test_any_session_line_is_read_without_error(tmp_path_factory, data):
     with ledger.Ledger(str(env.state_dir), "gemini", "fuzz") as book:
         assert isinstance(book.state["spend"]["total"], int)
     assert pricing.gemini_cost("gemini-2.5-flash", data.draw(json_values))[0] >= 0
+
+
+def test_a_legacy_file_past_its_limit_is_not_read(tmp_path, monkeypatch):
+    """A whole-file read has a limit (LEGACY_MAX): past it the file is passed over, no error."""
+    session, paths, _ = place("legacy", tmp_path)
+    monkeypatch.setattr(GEMINI, "LEGACY_MAX", Path(paths[0]).stat().st_size - 1)
+    with ledger.Ledger(str(tmp_path / "state"), "gemini", session) as book:
+        GEMINI.sync(book, Call("gemini", session, transcript_path=paths[0]))
+        assert book.state["spend"]["total"] == 0

@@ -218,7 +218,7 @@ def model_call(db, session="ses_root", agent=None):
 
 def test_a_call_reads_the_database_without_functools_or_collections(tmp_path, guard_env):
     """_sqlite3 imports functools (and collections, 5 ms a call) for its statement cache only:
-    a call loads it without them (opencode._connect) and reads the same cost."""
+    a call loads it without them (opencode._sqlite) and reads the same cost."""
     db = make_db(tmp_path / "u.db")
     put_message(db, "ses_root", *step("m1", "mock", "x", 0.25, 10, 1), 1000)
     code = (

@@ -91,10 +91,11 @@ def _copilot(payload, environ):
 SIGNATURES = (
     ("opencode", _has("runaway_guard_plugin")),  # the guard's own plugin names itself
     ("cursor", _cursor),
+    # before Copilot: a BeforeTool whose transcript_path is not a string looks like Copilot's
+    ("gemini", _gemini),
     ("qwen", _qwen),
     ("copilot", _copilot),
     ("codex", _has("turn_id")),
-    ("gemini", _gemini),
     ("claude", lambda payload, environ: True),
 )
 NAMES = tuple(name for name, _ in SIGNATURES)

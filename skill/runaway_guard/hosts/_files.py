@@ -8,6 +8,7 @@ matter are parsed: a cheap byte test comes before any JSON decoding.
 import time
 
 from .. import fs, jsonio, tail
+from ..calls import ignored
 from ..ledger import DORMANT
 
 _day_cache = {}
@@ -99,8 +100,9 @@ def read_all(book, main, reader, named=None, agent=None):
 
     A main file not written yet is read next call. A subagent file that vanished is dropped
     (what it held stays counted); one that cannot be read (not a regular file, no permission)
-    is tried again next call while the others still count. Any other error of the main file
-    propagates: the caller fails open.
+    is tried again next call while the others still count. So is a main file that cannot be
+    read (a payload's path to a folder, a FIFO, /dev/zero): the call is judged on what was read
+    before, and hook.log says so once.
 
     A subagent's file entry is kept between calls packed, [off, ino, the rest as JSON] (the
     agent left out when named(path), the host's, tells it), and unpacked only once the file
@@ -155,15 +157,46 @@ def read_all(book, main, reader, named=None, agent=None):
         except FileNotFoundError:
             if path != main:
                 del files[path]
-        except OSError:
-            if path == main:
-                raise
+        except OSError as error:
+            if path == main and not entry.get("unread"):
+                entry["unread"] = True
+                _unreadable(book, error)
     for path in opened:
         entry = files.get(path)
         if entry.__class__ is dict:
             files[path] = _packed(path, entry, named)
     if falling:
         _fall(book, falling, dormant)
+    if ignored:
+        say_ignored(book)
+
+
+def say_ignored(book):
+    """Say in hook.log, once per session, what the readers passed over (calls.ignored): the
+    guard judged the call on the rest."""
+    if not book.state.get("ignored"):
+        book.state["ignored"] = True
+        from .. import log
+
+        log.append(
+            book.state_dir,
+            "ignored",
+            f"{book.host} {book.session_id}: passed over {'; '.join(ignored)} in what the host"
+            " wrote (judged on the rest; said once a session)",
+        )
+    del ignored[:]
+
+
+def _unreadable(book, error):
+    """The hook.log line for a session's main file the guard cannot read."""
+    from .. import log
+
+    log.append(
+        book.state_dir,
+        "ignored",
+        f"{book.host} {book.session_id}: cannot read its session file ({error}); judged on what"
+        " was read before, until it can be read",
+    )
 
 
 def _sweep(book, now):
@@ -331,14 +364,3 @@ def first_line(path, limit=1 << 20):
         fs.close(fd)
     end = data.find(b"\n")
     return data if end < 0 else data[: end + 1]
-
-
-def number(value):
-    """A token count from outside data: a non-negative int, else 0."""
-    if type(value) is int:  # JSON's integers, the usual case (a bool's type is bool)
-        return value if value > 0 else 0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        return 0
-    if value < 0 or value == float("inf"):
-        return 0
-    return int(value)

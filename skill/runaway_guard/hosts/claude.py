@@ -10,7 +10,7 @@ largest output count seen.
 import time
 
 from .. import fs, jsonio, pricing
-from ..calls import Call, fingerprint, tool_name
+from ..calls import NOT_JSON, Call, count, fingerprint, ignore, tool_name
 from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import HEAD, head_types, type_at
 from . import hook_entry
@@ -23,7 +23,6 @@ from ._files import (
     followed,
     listing,
     local_day,
-    number,
     read_all,
 )
 
@@ -375,6 +374,7 @@ class _Reader:
         try:
             record = jsonio.loads(raw)
         except ValueError:
+            ignore(NOT_JSON)
             return
         if not isinstance(record, dict):
             return
@@ -415,7 +415,7 @@ class _Reader:
             sidechain_agent = record.get("agentId")
             if isinstance(sidechain_agent, str) and sidechain_agent:
                 agent = sidechain_agent
-        out = number(usage.get("output_tokens"))
+        out = count(usage.get("output_tokens"))
         held = self.held
         if held is not None and held[0] == key:
             if out < held[1]:
@@ -471,8 +471,8 @@ class _Reader:
             return
         model = self.entry.get("model") or "claude-opus"
         usage = {
-            "input_tokens": number(meta.get("preTokens")),
-            "output_tokens": number(meta.get("postTokens")),
+            "input_tokens": count(meta.get("preTokens")),
+            "output_tokens": count(meta.get("postTokens")),
         }
         pusd = pricing.claude_cost(model, usage)[0]
         self.ledger.estimate_unwritten(key, model, pusd, local_day(record.get("timestamp")))

@@ -15,7 +15,7 @@ ends the run from outside, the way the person would (research/codex-ending-a-tur
 import time
 
 from .. import fs, jsonio, pricing
-from ..calls import Call, fingerprint, tool_name
+from ..calls import NOT_JSON, Call, canonical, count, fingerprint, ignore, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import HEAD, head_types, type_at
 from . import hook_entry
@@ -27,7 +27,6 @@ from ._files import (
     followed,
     listing,
     local_day,
-    number,
     read_all,
 )
 
@@ -335,13 +334,13 @@ def _session_meta(path):
 
 def _usage(raw):
     raw = raw if isinstance(raw, dict) else {}
-    return {field: number(raw.get(field)) for field in _USAGE_FIELDS}
+    return {field: count(raw.get(field)) for field in _USAGE_FIELDS}
 
 
 def _output_text(output):
     if isinstance(output, str):
         return output
-    return jsonio.dumps(output, sort_keys=True)
+    return canonical(output)
 
 
 def outcome(text):
@@ -460,6 +459,7 @@ class _Reader:
         try:
             record = jsonio.loads(raw)
         except ValueError:
+            ignore(NOT_JSON)
             return
         if isinstance(record, dict) and isinstance(record.get("payload"), dict):
             handler(record, record["payload"])
@@ -497,7 +497,7 @@ class _Reader:
             model,
             pusd,
             known,
-            number(usage.get("output_tokens")),
+            count(usage.get("output_tokens")),
             local_day(timestamp),
         )
 

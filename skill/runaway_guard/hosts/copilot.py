@@ -34,9 +34,9 @@ Seen on 1.0.102 (tests/fixtures/copilot/README.md):
 import time
 
 from .. import fs, jsonio, pricing
-from ..calls import TOOL, Call, fingerprint, tool_name
+from ..calls import NOT_JSON, TOOL, Call, count, fingerprint, ignore, ignored, tool_name
 from ..decisions import ASK, DENY, STOP, TELL
-from ._files import local_day, number, read_file
+from ._files import local_day, read_file, say_ignored
 
 NAME = "copilot"
 LABEL = "Copilot CLI"
@@ -213,7 +213,7 @@ def sync(book, call):
     while True:
         try:
             read_file(book, path, entry, reader)
-        except FileNotFoundError:
+        except OSError:  # not written yet, or not a file the guard can read
             pass
         reader.flush()
         if not waiting or _claim(mine["pending"], call):
@@ -223,6 +223,8 @@ def sync(book, call):
             break
         time.sleep(POLL)
     call.prompt_id = entry.get("prompt") or call.prompt_id
+    if ignored:
+        say_ignored(book)
     if call.tool_use_id:
         mine["misses"] = 0
         return True
@@ -266,12 +268,12 @@ def _price(usage):
     if usage.get("isByok") is not True:
         charged = usage.get("copilotUsage")
         nano = charged.get("totalNanoAiu") if isinstance(charged, dict) else None
-        if number(nano):
+        if count(nano):
             return model, round(nano * _CREDIT_PICO), True
-    inp = number(usage.get("inputTokens"))
-    cached = min(number(usage.get("cacheReadTokens")), inp)
-    written = min(number(usage.get("cacheWriteTokens")), inp - cached)
-    out = number(usage.get("outputTokens"))
+    inp = count(usage.get("inputTokens"))
+    cached = min(count(usage.get("cacheReadTokens")), inp)
+    written = min(count(usage.get("cacheWriteTokens")), inp - cached)
+    out = count(usage.get("outputTokens"))
     return (model, *pricing.token_pricer(model)(inp, cached, written, out))
 
 
@@ -415,6 +417,7 @@ class _Reader:
         try:
             record = jsonio.loads(raw)
         except ValueError:
+            ignore(NOT_JSON)
             return
         if isinstance(record, dict) and isinstance(record.get("data"), dict):
             handler(record, record["data"])
@@ -441,7 +444,7 @@ class _Reader:
         parent = usage.get("parentToolCallId")
         agent = parent if isinstance(parent, str) and parent else "main"
         model, pusd, known = _price(usage)
-        out = number(usage.get("outputTokens"))
+        out = count(usage.get("outputTokens"))
         self.book.usage(key, agent, model, pusd, known, out, local_day(record.get("timestamp")))
 
     def _hook_start(self, record, data):
@@ -453,7 +456,8 @@ class _Reader:
         parent = data.get("parentToolCallId")
         agent = parent if isinstance(parent, str) and parent else "main"
         pending = self.pending
-        for item in hook_input.get("toolCalls") or []:
+        made = hook_input.get("toolCalls")
+        for item in made if isinstance(made, list) else ():
             if isinstance(item, dict) and isinstance(item.get("id"), str):
                 pending.setdefault(item["id"], [agent, _Unhashed(item.get("args")), []])
         while len(pending) > PENDING_KEEP:

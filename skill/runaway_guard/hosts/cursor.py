@@ -22,10 +22,10 @@ other projects recorded (tests/fixtures/cursor/README.md, with sources):
 """
 
 from .. import jsonio, pricing
-from ..calls import END, RESULT, Call, fingerprint, tool_name
+from ..calls import END, RESULT, Call, count, fingerprint, ignored, tool_name
 from ..decisions import DENY
 from . import hook_entry
-from ._files import local_day, number
+from ._files import local_day, say_ignored
 
 NAME = "cursor"
 LABEL = "Cursor"
@@ -115,11 +115,11 @@ def call(payload):
             **common,
         )
     if event == "stop":
-        usage = {key: number(payload.get(key)) for key in _TOKENS}
+        usage = {key: count(payload.get(key)) for key in _TOKENS}
         model = payload.get("model")
         stop = Call(NAME, session, event=END, **common)
         if any(usage.values()) and isinstance(model, str) and model:
-            loop = number(payload.get("loop_count"))
+            loop = count(payload.get("loop_count"))
             stop.tool_input = {"usage": usage, "key": f"{stop.prompt_id}:{loop}"}
         return stop
     return None  # beforeShellExecution and the rest: counted at preToolUse, or nothing to do
@@ -164,6 +164,8 @@ def sync(book, call):
             usage["output_tokens"],
             local_day(None),
         )
+    if ignored:
+        say_ignored(book)
     return False
 
 

@@ -22,8 +22,8 @@ Seen on 0.61.0 (tests/fixtures/gemini/README.md):
   (`systemMessage`). `ask` hangs a headless run: never used.
 """
 
-from .. import fs, jsonio, ledger, pricing
-from ..calls import MODEL, PROMPT, RESULT, Call, fingerprint, tool_name
+from .. import fs, jsonio, ledger, pricing, tail
+from ..calls import MODEL, NOT_JSON, PROMPT, RESULT, Call, canonical, fingerprint, ignore, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import head_types
 from ._files import LONG, each_line, followed, listing, local_day, read_all
@@ -142,7 +142,7 @@ def call(payload):
         response = payload.get("tool_response")
         response = response if isinstance(response, dict) else {}
         content = response.get("llmContent")
-        text = content if isinstance(content, str) else jsonio.dumps(content, sort_keys=True)
+        text = content if isinstance(content, str) else canonical(content)
         status = "fail" if response.get("error") else _text_status(payload.get("tool_name"), text)
         return Call(
             NAME,
@@ -209,6 +209,11 @@ def _agent(path):
     return fs.basename(path)[: -len(".jsonl")]
 
 
+# A legacy session file larger than this is not read (decoding it whole would outlast the
+# hook's timeout): its spend is not counted, and the other wires still work.
+LEGACY_MAX = 64 << 20
+
+
 def _read_whole(book, path, finished):
     """A legacy session-*.json: read again whole whenever it changed (it is rewritten whole)."""
     legacy = book.state.setdefault("legacy", {})
@@ -216,12 +221,19 @@ def _read_whole(book, path, finished):
         info = fs.stat(path)
     except OSError:
         return
+    if not tail.regular(info.st_mode) or info.st_size > LEGACY_MAX:
+        # a folder, a FIFO (reading it would block until the host's timeout), too large
+        ignore("a session file that is not a regular file, or is past 64 MiB")
+        return
     stamp = [info.st_ino, info.st_size, info.st_mtime_ns]
     entry = legacy.setdefault(path, {"agent": "main"})
     if entry.get("stamp") == stamp:
         return
-    with open(path, "rb") as handle:
-        data = handle.read()
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return
     try:
         record = jsonio.loads(data)
     except ValueError:
@@ -352,7 +364,7 @@ def _result_text(result):
                 return body["error"], True
             if isinstance(body.get("output"), (str, _Long)):
                 return body["output"], False
-            return jsonio.dumps(body, sort_keys=True), False
+            return canonical(body), False
     return "", False
 
 
@@ -531,13 +543,17 @@ def _resolved(finished):
 
 
 def _decode_left(value, longs):
-    """Each placeholder left in value (a dict or a list) replaced by its string decoded."""
-    for key, item in value.items() if isinstance(value, dict) else enumerate(value):
-        if isinstance(item, str):
-            if item in longs:
-                value[key] = _Long(*longs[item]).whole()
-        elif isinstance(item, (dict, list)):
-            _decode_left(item, longs)
+    """Each placeholder left in value (a dict or a list) replaced by its string decoded; walked
+    without recursion (a call's args may nest nearly as deep as jsonio reads)."""
+    todo = [value]
+    while todo:
+        value = todo.pop()
+        for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+            if isinstance(item, str):
+                if item in longs:
+                    value[key] = _Long(*longs[item]).whole()
+            elif isinstance(item, (dict, list)):
+                todo.append(item)
 
 
 def _put_back(record, longs):
@@ -676,6 +692,7 @@ class _Reader:
         try:
             record = _decoded(raw)
         except ValueError:
+            ignore(NOT_JSON)
             return
         if not isinstance(record, dict):
             return

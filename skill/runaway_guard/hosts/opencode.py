@@ -36,9 +36,9 @@ import sys
 import time
 
 from .. import fs, jsonio
-from ..calls import MODEL, Call, fingerprint, text, tool_name
+from ..calls import MODEL, Call, count, fingerprint, ignore, ignored, text, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
-from ._files import number
+from ._files import say_ignored
 
 NAME = "opencode"
 LABEL = "OpenCode"
@@ -71,6 +71,9 @@ PLUGIN = "opencode"
 # Messages created this long before the newest one seen are read again: a row stamped earlier
 # may commit later (parallel sessions); a row read twice changes nothing.
 MARGIN_MS = 5000
+# A row stamped further ahead of the clock than this is not a time OpenCode wrote: taken as the
+# newest, it would move the window past every row written after it, uncounted.
+AHEAD_MS = 86_400_000
 # Open steps followed by id, newest first: one per session running, or one a crash left open.
 OPEN_MAX = 64
 # Messages of the margin's window read finished, left out of the next read by id. Past this
@@ -136,19 +139,33 @@ def sync(book, call):
     path = call.transcript_path
     if not path or not call.session_id or not fs.isfile(path):
         return False
-    connect = _connect()
+    sqlite = _sqlite()
     uri = "file:" + path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
-    db = connect(uri + "?mode=ro", uri=True, timeout=5)
+    read = True
     try:
-        _read(book, db, path, call.session_id)
-    finally:
-        db.close()
-    return True
+        db = sqlite.connect(uri + "?mode=ro", uri=True, timeout=5)
+        try:
+            # A row's text that is not UTF-8 would stop every read at that row for good.
+            db.text_factory = _text
+            _read(book, db, path, call.session_id)
+        finally:
+            db.close()
+    except sqlite.Error as error:
+        # not a database, or a damaged one: judged on what was read before
+        ignore(f"a database it cannot read ({error})")
+        read = False
+    if ignored:
+        say_ignored(book)
+    return read
 
 
-def _connect():
-    """sqlite3.connect, from `_sqlite3` rather than the package (its date adapters cost a call
-    1.7 ms) and without `functools`: `_sqlite3` (3.11 and later) imports it only for its
+def _text(data):
+    return data.decode("utf-8", "replace")
+
+
+def _sqlite():
+    """The sqlite3 module, from `_sqlite3` rather than the package (its date adapters cost a
+    call 1.7 ms) and without `functools`: `_sqlite3` (3.11 and later) imports it only for its
     statement cache's lru_cache, and with it collections and nine more modules, 5 ms a call
     (bench/README.md). A call runs each statement once: a cache that keeps nothing will do."""
     no_cache = type(sys)("functools")
@@ -156,15 +173,15 @@ def _connect():
     if "functools" not in sys.modules:
         sys.modules["functools"] = no_cache  # only while _sqlite3 loads: nothing else sees it
     try:
-        from _sqlite3 import connect
+        import _sqlite3 as sqlite
     except ImportError:
-        connect = None
+        sqlite = None
     finally:
         if sys.modules.get("functools") is no_cache:
             del sys.modules["functools"]
-    if connect is None:
-        from sqlite3 import connect
-    return connect
+    if sqlite is None:
+        import sqlite3 as sqlite
+    return sqlite
 
 
 def query(open_count, parts, messages=True):
@@ -206,7 +223,7 @@ def _read(book, db, path, root):
         opened = dict.fromkeys(key for key in opened if isinstance(key, str))
     opened = opened if isinstance(opened, dict) else {}
     followed = sorted((key for key in opened if isinstance(key, str)), reverse=True)[:OPEN_MAX]
-    last = number(entry.get("created"))
+    last = count(entry.get("created"))
     # The parts are read for the messages new since the last read and the open ones, where the
     # calls waited for are (a call runs before its step ends), and for the whole window when
     # one is not there (a late row, a database written ahead of its hooks).
@@ -214,6 +231,7 @@ def _read(book, db, path, root):
     params.update(root=root, since=max(0, last - MARGIN_MS), new=last)
     expecting = book.expecting()
     finished, still_open, created, parts, limit = [], {}, last, "", 2 * DONE_MAX
+    latest = time.time() * 1000 + AHEAD_MS
     for message_id, session, stamp, data in db.execute(query(len(followed), expecting), params):
         if message_id in done:
             finished.append((message_id, stamp))  # read finished before: not decoded again
@@ -221,7 +239,9 @@ def _read(book, db, path, root):
         if message_id is None:
             parts = data if isinstance(data, str) else ""
             continue
-        created = max(created, number(stamp))
+        stamp_ms = count(stamp)
+        if created < stamp_ms <= latest:
+            created = stamp_ms
         counted = None
         if isinstance(data, str) and '"assistant"' in data:
             agent = "main" if session == root else session
@@ -283,6 +303,7 @@ def _row(data):
     try:
         return _dict(jsonio.loads(data))
     except ValueError:
+        ignore("a row that is not JSON")
         return {}
 
 
@@ -303,9 +324,9 @@ def _step(book, agent, message_id, data, counted):
     tokens = _dict(message.get("tokens"))
     cache = _dict(tokens.get("cache"))
     fresh, read, written = (
-        number(v) for v in (tokens.get("input"), cache.get("read"), cache.get("write"))
+        count(v) for v in (tokens.get("input"), cache.get("read"), cache.get("write"))
     )
-    output = number(tokens.get("output")) + number(tokens.get("reasoning"))
+    output = count(tokens.get("output")) + count(tokens.get("reasoning"))
     provider = text(message.get("providerID")) or ""
     model_id = text(message.get("modelID")) or "unknown"
     model = f"{provider}/{model_id}" if provider else model_id
@@ -323,7 +344,7 @@ def _step(book, agent, message_id, data, counted):
 
 def _day(times):
     """The local day a step started (OpenCode stamps milliseconds), else today."""
-    created = number(_dict(times).get("created"))
+    created = count(_dict(times).get("created"))
     try:
         return time.strftime("%Y-%m-%d", time.localtime(created / 1000 if created else None))
     except (OverflowError, ValueError, OSError):

@@ -19,11 +19,11 @@ Seen on 0.24.4 (tests/fixtures/qwen/README.md):
 """
 
 from .. import fs, jsonio, pricing
-from ..calls import MODEL, RESULT, Call, fingerprint, tool_name
+from ..calls import MODEL, NOT_JSON, RESULT, Call, canonical, count, fingerprint, ignore, tool_name
 from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP
 from ..jsonio import head_types
 from . import hook_entry
-from ._files import LONG, agent_file, each_line, follow, listing, local_day, number, read_all
+from ._files import LONG, agent_file, each_line, follow, listing, local_day, read_all
 
 NAME = "qwen"
 LABEL = "Qwen Code"
@@ -148,7 +148,7 @@ def _reported_outcome(event, payload):
         text = response.get("llmContent") if isinstance(response, dict) else response
     if isinstance(text, str):
         text = "\n".join(line for line in text.split("\n") if not line.startswith(_VOLATILE))
-    return fingerprint(text if isinstance(text, str) else jsonio.dumps(text, sort_keys=True))
+    return fingerprint(text if isinstance(text, str) else canonical(text))
 
 
 _VOLATILE = ("Process Group PGID:", "Background PIDs:")
@@ -208,6 +208,7 @@ class _Reader:
         try:
             record = jsonio.loads(raw)
         except ValueError:
+            ignore(NOT_JSON)
             return
         if isinstance(record, dict):
             handler(record)
@@ -227,11 +228,11 @@ class _Reader:
             return
         agent = event.get("subagent_id")
         agent = agent if isinstance(agent, str) and agent else "main"
-        out = number(event.get("output_token_count"))
+        out = count(event.get("output_token_count"))
         pusd, known = price(
             model,
-            number(event.get("input_token_count")),
-            number(event.get("cached_content_token_count")),
+            count(event.get("input_token_count")),
+            count(event.get("cached_content_token_count")),
             out,
         )
         day = local_day(record.get("timestamp"))
