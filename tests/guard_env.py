@@ -1,5 +1,7 @@
 """Shared test helpers: the skill package on sys.path, transcript writers, guard runners."""
 
+import contextlib
+import errno
 import json
 import os
 import subprocess
@@ -92,3 +94,32 @@ def followed_files(book):
             for name, (off, ino) in names.items()
         },
     }
+
+
+@contextlib.contextmanager
+def tmpfs(folder, options):
+    """A small tmpfs at folder (root can mount one here; CI runs as root)."""
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        import pytest
+
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=False)
+
+
+def fill(path):
+    """Write path until the disk it is on has no space left."""
+    with open(path, "wb", buffering=0) as handle:
+        try:
+            while True:
+                handle.write(b"x" * 1024)
+        except OSError as error:
+            assert error.errno == errno.ENOSPC

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from guard_env import ROOT, fuzz
+from guard_env import ROOT, fill, fuzz, tmpfs
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from runaway_guard import calls, hook, jsonio, ledger, log, pricing, tail
@@ -238,7 +238,8 @@ class Claude(Session):
 
     def fresh(self, record, n):
         record = json.loads(json.dumps(record))
-        record["message"]["id"] = f"msg_hostile{n}"
+        if isinstance(record.get("message"), dict):  # a response, not a cost-state record
+            record["message"]["id"] = f"msg_hostile{n}"
         return record
 
 
@@ -473,6 +474,30 @@ def test_a_hostile_line_never_lets_a_refused_session_pass(session_type):
             assert session.fail_opens() == []
 
     case()
+
+
+def _has_tokens(record):
+    return any("token" in str(key).lower() for path in paths_of(record)[0] for key in path)
+
+
+@pytest.mark.parametrize("session_type", HOSTS, ids=lambda t: t.host)
+def test_a_full_disk_never_lets_a_refused_session_pass(session_type, tmp_path):
+    """The state folder on a small tmpfs that fills up while the session goes on spending
+    (hook.log too, so nothing can say so): the refusal still goes out, nothing fails open, and
+    once there is space the session's spend has not gone down."""
+    with tmpfs(tmp_path / "state", "size=1m,mode=700") as disk:
+        session, cap = refused_session(session_type, tmp_path)
+        spent = session.spend()
+        fill(disk / "filler")
+        priced = [record for record in records_of(session_type) if _has_tokens(record)]
+        for n, record in enumerate(priced[:8]):  # new responses: the ledger must grow
+            session.write(jsonio.dumps(session.fresh(record, n)).encode(), None)
+        for _ in range(3):
+            assert refused(session.run(session.next_call(), cap))
+        (disk / "filler").unlink()
+        assert session.fail_opens() == []
+        assert refused(session.run(session.next_call(), cap))
+        assert session.spend() >= spent
 
 
 @pytest.mark.parametrize("session_type", HOSTS, ids=lambda t: t.host)

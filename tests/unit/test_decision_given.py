@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 from claude_records import assistant, usage
-from guard_env import fuzz, jsonl
+from guard_env import fill, fuzz, jsonl, tmpfs
 from hypothesis import given
 from hypothesis import strategies as st
 from runaway_guard import fs, hook, ledger, log
-from test_hardness import environment, log_lines, run_process, tmpfs
+from test_hardness import environment, log_lines, run_process
 
 CAP = {"RUNAWAY_GUARD_MAX_USD": "0.01"}  # one response of the transcript below crosses it
 
@@ -181,16 +181,6 @@ def test_a_full_tmpfs_keeps_a_stopped_session_stopped(tmp_path):
         for n in range(1, 4):
             data = json.dumps(dict(payload, tool_use_id=f"t{n}")).encode()
             assert refused(run_process(data, environ))
-
-
-def fill(path):
-    """Write path until the disk it is on has no space left."""
-    with open(path, "wb", buffering=0) as handle:
-        try:
-            while True:
-                handle.write(b"x" * 1024)
-        except OSError as error:
-            assert error.errno == errno.ENOSPC
 
 
 @pytest.mark.parametrize("can_cut_back", [True, False])

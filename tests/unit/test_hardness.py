@@ -7,7 +7,6 @@ Most generated cases run in-process through `hook.run`, failing open exactly as 
 a sample runs as real processes in the installed form (`python -I -S guard.py`).
 """
 
-import contextlib
 import copy
 import errno
 import json
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from claude_records import assistant, result, usage
-from guard_env import GUARD, ROOT, fuzz, jsonl
+from guard_env import GUARD, ROOT, fuzz, jsonl, tmpfs
 from hypothesis import given
 from hypothesis import strategies as st
 from runaway_guard import config, fs, hook, hosts, jsonio, ledger, log
@@ -918,23 +917,6 @@ def test_state_dir_is_a_file(tmp_path):
         answer, error = guarded(claude_payload(tmp_path), environ)
         assert answer == "" and error is None
     assert blocker.read_text() == "not a folder"
-
-
-@contextlib.contextmanager
-def tmpfs(folder, options):
-    """A small tmpfs at folder (root can mount one here; CI runs as root)."""
-    folder.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
-        capture_output=True,
-        check=False,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", str(folder)], check=False)
 
 
 def test_state_dir_read_only(tmp_path):
