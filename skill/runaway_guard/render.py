@@ -292,6 +292,21 @@ def _forecast_lines(status):
     )
 
 
+def render_month(month):
+    """status.py --month: each project's spend in a month, by branch."""
+    out = [
+        f"{month['month']}: {money(month['spend_usd'])} across {len(month['projects'])} projects",
+        "",
+    ]
+    if not month["projects"]:
+        out.append("No project has spent anything this month.")
+    for project in month["projects"]:
+        out.append(_short(f"{project['path']}  {money(project['month_usd'])}", WIDTH))
+        for name, amount in project["branches"].items():
+            out.append(f"  {_short(name or '(no branch)', 60):<62}{money(amount):>12}")
+    return "\n".join(out) + "\n"
+
+
 def render_today(today):
     cap = today["daily_cap_usd"]
     count = len(today["sessions"])
@@ -306,7 +321,12 @@ def render_today(today):
         f"{'host':<9}{'session':<10}{'project':<15}{'today':>10}{'total':>10}{'cap':>9}"
         f"  {'state':<10}{'last':>5}"
     )
+    shown = None
     for row in today["sessions"]:
+        if row["project"] != shown:
+            shown = row["project"]
+            total = money(today["by_project"][shown])
+            out.append(_short(f"{shown or 'no project'}: {total} today", WIDTH))
         project = os.path.basename((row["cwd"] or "").rstrip("/")) or "?"
         last = (
             time.strftime("%H:%M", time.localtime(row["last_seen"]))
