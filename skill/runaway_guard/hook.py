@@ -8,7 +8,7 @@ differs between hosts is in hosts/<name>.py.
 import sys
 import time
 
-from . import config, controls, fs, hosts, jsonio, ledger, projects, time_limits, wires
+from . import config, controls, fs, hosts, jsonio, ledger, projects, text_loops, time_limits, wires
 from .calls import END, MODEL, PROMPT, RESULT, TOOL, fingerprint
 from .decisions import ASK, DENY, STOP, TELL, TWICE, fit
 from .money import raised_cap
@@ -350,6 +350,7 @@ def _spend_wires(state, settings, daily, tool, warned):
         *(_team_wires(state, settings, tool, warned) if settings.team else ()),
         *projects.cap_wires(state, settings, tool, warned),
         *time_limits.wires(state, settings, tool, warned),
+        *text_loops.wires(state, settings.max_repeats),
     ]
 
 
