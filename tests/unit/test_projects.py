@@ -347,3 +347,24 @@ def test_autonomy_limit_stops_a_call_and_a_new_prompt_lifts_it(world):
     assert call("two", "p1") == "stop"
     assert world.state("claude", "s-auto")["blocked"]["wire"] == "autonomy"
     assert call("three", "p2") is None  # the person wrote again
+
+
+def test_the_project_record_in_the_state_is_json_data(guard_env, tmp_path):
+    """The autouse check (conftest) sees the state saved with its project record."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    payload = {
+        "session_id": "s-json",
+        "cwd": str(repo / "sub"),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+        "tool_use_id": "toolu_1",
+    }
+    assert guard_env.answer(payload, RUNAWAY_GUARD_PROJECT_WEEKLY_USD="5") is None
+    from runaway_guard import ledger
+
+    _, base = ledger.session_paths(str(guard_env.state_dir), "claude", "s-json")
+    record = ledger.read_state(base + ledger.STATE)["project"]
+    assert record["path"] == str(repo)
+    assert record["totals"] == {"day": 0, "week": 0, "month": 0}
