@@ -23,6 +23,7 @@ from .wires import spend_wire
 WRITE_EVERY_S = 30  # no project cap: this session's shares are written at most this often
 KEEP_DAYS = 40  # the session's own day shares kept in its state (a month and a week back)
 HEAD_BYTES = 4096
+SETTLE_MOST = 16  # the project's other sessions a new session reads again (_settle_others)
 _DIR, _FILE, _TYPE = 0o040000, 0o100000, 0o170000
 PERIODS = ("day", "week", "month")
 CAP_KEYS = {
@@ -116,7 +117,7 @@ def week_days(day_tuple):
     ]
 
 
-def track(state, call, settings, now=None):
+def track(state, call, settings, now=None, settle=True):
     """This session's project and its spend: the state's `project` record brought up to date,
     its shares written to the month file when due; with a project cap, the project's totals
     ({day, week, month} in picodollars, every session) kept in it for the wires. None without
@@ -126,13 +127,17 @@ def track(state, call, settings, now=None):
     if not cwd:
         return None
     spend_days = state["spend"]["day"]
-    if not isinstance(record, dict) or record.get("cwd") != cwd:
+    first = not isinstance(record, dict)
+    if first or record.get("cwd") != cwd:
         record = _moved(record, cwd, spend_days)
         state["project"] = record
     now = time.time() if now is None else now
     local = time.localtime(now)
-    _attribute(record, spend_days, time.strftime("%Y-%m-%d", local), now)
+    today = time.strftime("%Y-%m-%d", local)
+    _attribute(record, spend_days, today, now)
     capped = any(getattr(settings, key) > 0 for key in CAP_KEYS.values())
+    if first and capped and settle:
+        _settle_others(settings, record, f"{call.host}:{call.session_id}", today)
     at = record["written"]
     due = bool(record["dirty"]) and (capped or not 0 <= now - at < WRITE_EVERY_S)
     if not capped and not due:
@@ -152,6 +157,36 @@ def track(state, call, settings, now=None):
             record["written"] = now
     record["totals"] = totals if capped else None
     return record["totals"]
+
+
+def _settle_others(settings, record, key, today):
+    """A new session under a project cap: first read what the project's other sessions of
+    today wrote after their last hook call (a run's last answer comes after its last tool
+    call, so `claude -p` in a loop would leave each run's last answer out) and write their
+    shares. Once per session, at most SETTLE_MOST sessions; one whose state is locked (by a
+    call of its own) is left as it is."""
+    from . import hosts, log, sessions
+    from .calls import Call
+
+    path = month_path(settings.state_dir, record["file"], today[:7])
+    shares = _days(ledger.read_json(path)).get(today, {})
+    others = sorted({other for found in shares.values() for other in found} - {key})
+    for other in others[:SETTLE_MOST]:
+        host, _, session_id = other.partition(":")
+        if host not in hosts.NAMES or not session_id:
+            continue  # a file's key is outside input: never a path, never a made-up session
+        if not fs.isfile(
+            ledger.session_paths(settings.state_dir, host, session_id)[1] + ledger.STATE
+        ):
+            continue
+
+        def settle(state, host=host, session_id=session_id):
+            track(state, Call(host, session_id), settings, settle=False)
+
+        try:
+            sessions.refresh(settings.state_dir, host, session_id, then=settle, at_once=True)
+        except (OSError, TimeoutError, ValueError, sessions.StatusError) as error:
+            log.append(settings.state_dir, "project", f"{other} not read again: {error}")
 
 
 def _moved(record, cwd, spend_days):

@@ -368,3 +368,22 @@ def test_the_project_record_in_the_state_is_json_data(guard_env, tmp_path):
     record = ledger.read_state(base + ledger.STATE)["project"]
     assert record["path"] == str(repo)
     assert record["totals"] == {"day": 0, "week": 0, "month": 0}
+
+
+def test_a_new_session_reads_only_real_sessions_of_the_month_file_again(tmp_path):
+    settings = Settings(tmp_path / "state", day=100)
+    (tmp_path / "p").mkdir()
+    today = time.strftime("%Y-%m-%d")
+    first = {"spend": {"day": {}}}
+    spent(first, today, 1)
+    projects.track(first, Call(str(tmp_path / "p")), settings)
+    path = tmp_path / "state" / "projects" / first["project"]["file"] / f"{today[:7]}.json"
+    data = json.loads(path.read_text())
+    planted = {"../../x:y": 5, "nohost:z": 5, "claude:ghost": 5, "claude:": 5}
+    data["days"][today][""].update(planted)
+    path.write_text(json.dumps(data))
+    second = {"spend": {"day": {}}}
+    totals = projects.track(second, Call(str(tmp_path / "p"), "s2"), settings)
+    assert totals["day"] == 10**12 + 20
+    assert not (tmp_path / "x").exists()
+    assert [p.name for p in (tmp_path / "state").iterdir()] == ["projects"]  # no state made
