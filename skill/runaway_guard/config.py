@@ -66,7 +66,18 @@ _NAMED_KEYS = 5  # keys a problem line names one by one, per file and kind of pr
 _LONG_DIGITS = 100  # an integer literal this long that json cannot read is only a bad value
 # Team budgets (team.py): who and where, from the user's file or the environment only.
 TEAM_TEXTS = ("team", "user", "pushgateway_url", "prometheus_url")
-_KNOWN_FILE_KEYS = (*DEFAULTS, *TEAM_TEXTS, "team_fail_closed", "state_dir", "off", "interrupt")
+# The project's label in the team's published figures (team.py): a name, not a limit, so the
+# project's own file may set it too.
+TEAM_PROJECT = "team_project"
+_KNOWN_FILE_KEYS = (
+    *DEFAULTS,
+    *TEAM_TEXTS,
+    TEAM_PROJECT,
+    "team_fail_closed",
+    "state_dir",
+    "off",
+    "interrupt",
+)
 # A flag's value that guards more, when a file gives it twice (_merge).
 _GUARDING_FLAG = {"off": False, "interrupt": True, "team_fail_closed": True}
 _FILE_TYPE, _REGULAR = 0o170000, 0o100000  # st_mode's file type bits, and a regular file's
@@ -93,6 +104,7 @@ class Config:
         # Team budgets: all None (and team_fail_closed False) unless a team is fully configured.
         self.team = self.user = self.pushgateway_url = self.prometheus_url = None
         self.team_fail_closed = False
+        self.team_project = None  # the project's label in the team's figures (team.py)
         self.environ = None  # the call's environment, kept when a team is configured
         self.state_dir = state_dir
         self.off = off
@@ -448,7 +460,26 @@ def load(cwd=None, environ=fs.environ):
     )
     if environ.get(PREFIX + "TEAM") or user.get("team"):
         _team(settings, user, project, environ, problems, user_path)
+    settings.team_project = _team_project(environ, project, project_path, problems)
     return settings
+
+
+def _team_project(environ, project, project_path, problems):
+    """The project's label for the team's figures: the project file's, else the environment's
+    (a CI job's); None when none is set or it is not a label. (A user file's would name every
+    project alike.)"""
+    for raw, where in (
+        (project.get(TEAM_PROJECT), f"{project_path}: {TEAM_PROJECT}"),
+        (environ.get(PREFIX + TEAM_PROJECT.upper()), PREFIX + TEAM_PROJECT.upper()),
+    ):
+        if raw is None or raw == "":
+            continue
+        if isinstance(raw, str) and is_label(raw.strip()):
+            return raw.strip()
+        problems.append(
+            f"{where}={_shown(raw)} is not valid (use 1 to 64 of A-Z a-z 0-9 . _ -); ignored"
+        )
+    return None
 
 
 def _user_file(path, environ, values, sources, problems):

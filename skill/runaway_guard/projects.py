@@ -131,6 +131,9 @@ def track(state, call, settings, now=None, settle=True):
     if first or record.get("cwd") != cwd:
         record = _moved(record, cwd, spend_days)
         state["project"] = record
+    if record.get("label") != settings.team_project:
+        record["label"] = settings.team_project
+        record["dirty"] = list(record["dirty"]) or [time.strftime("%Y-%m-%d")]
     now = time.time() if now is None else now
     local = time.localtime(now)
     today = time.strftime("%Y-%m-%d", local)
@@ -248,7 +251,7 @@ def _sum(state_dir, record, key, local, write=True):
             ledger.private_dir(fs.dirname(path))
             with ledger.Lock(path + ".lock"):
                 days = _mine_in(_days(ledger.read_json(path)), record, mine, key)
-                data = {"path": record["path"], "days": days}
+                data = {"path": record["path"], "label": record.get("label"), "days": days}
                 ledger.write_atomic(path, jsonio.dumps(data).encode())
         else:
             days = _mine_in(_days(ledger.read_json(path)), record, mine, key)
@@ -352,6 +355,26 @@ def status(state, settings, state_dir, now=None):
         "weekly_cap_usd": caps["week"],
         "monthly_cap_usd": caps["month"],
     }
+
+
+def labelled_months(state_dir, month):
+    """This machine's spend in a month per project label a team set (team.py publishes it):
+    {label: picodollars}; files without a valid label are left out."""
+    from .config import is_label
+
+    folder = fs.join(state_dir, "projects")
+    try:
+        names = fs.listdir(folder)
+    except OSError:
+        return {}
+    totals = {}
+    for name in names:
+        data = ledger.read_json(fs.join(folder, name, f"{month}.json"))
+        label = data.get("label") if data else None
+        if isinstance(label, str) and is_label(label):
+            spent = sum(day_total(shares) for shares in _days(data).values())
+            totals[label] = totals.get(label, 0) + spent
+    return totals
 
 
 def month_rows(state_dir, month):

@@ -121,6 +121,7 @@ class Settings:
         self.project_weekly_usd = week
         self.project_monthly_usd = month
         self.warn_at = 0.8
+        self.team_project = None
 
 
 class Call:
@@ -387,3 +388,33 @@ def test_a_new_session_reads_only_real_sessions_of_the_month_file_again(tmp_path
     assert totals["day"] == 10**12 + 20
     assert not (tmp_path / "x").exists()
     assert [p.name for p in (tmp_path / "state").iterdir()] == ["projects"]  # no state made
+
+
+def test_a_team_label_names_the_project_in_the_published_month(tmp_path):
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".runaway-guard.json").write_text(json.dumps({"team_project": "billing"}))
+    settings = config.load(str(repo), env)
+    assert settings.team_project == "billing"
+    settings.state_dir = str(tmp_path / "state")
+    settings.project_daily_usd = 100.0
+    state = {"spend": {"day": {}}}
+    today = time.strftime("%Y-%m-%d")
+    spent(state, today, 2)
+    projects.track(state, Call(str(repo)), settings)
+    other = tmp_path / "other"
+    other.mkdir()
+    settings.team_project = None  # another project, without a label
+    projects.track({"spend": {"day": {today: 5}}}, Call(str(other), "s2"), settings)
+    assert projects.labelled_months(settings.state_dir, today[:7]) == {"billing": 2 * 10**12}
+    from runaway_guard import team
+
+    body = team.exposition(today[:7], today, 1, 1, {"billing": 2 * 10**12})
+    line = f'runaway_guard_project_month_spend_usd{{month="{today[:7]}",project="billing"}}'
+    assert f"{line} 2.000000000000\n" in body
+
+    (repo / ".runaway-guard.json").write_text(json.dumps({"team_project": 'a b"}'}))
+    settings = config.load(str(repo), env)
+    assert settings.team_project is None
+    assert any("team_project" in line for line in settings.problems)
