@@ -153,8 +153,15 @@ def test_a_loop_of_claude_runs_is_stopped_by_the_project_cap_and_codex_too(tmp_p
         assert list(month["projects"][0]["branches"]) == ["loop"]
 
 
-def test_wall_clock_and_autonomy_limits_end_a_session(tmp_path):
-    """The first command takes 3 s; the limits are under that: the next call ends the run."""
+LIMITS = {  # both about 1.8 s
+    "autonomy": ("RUNAWAY_GUARD_MAX_AUTONOMOUS_MINUTES", "0.03", "max_autonomous_minutes"),
+    "time": ("RUNAWAY_GUARD_MAX_SESSION_HOURS", "0.0005", "max_session_hours"),
+}
+
+
+@pytest.mark.parametrize("claude_wire, codex_wire", [("autonomy", "time"), ("time", "autonomy")])
+def test_wall_clock_and_autonomy_limits_end_a_session(tmp_path, claude_wire, codex_wire):
+    """The first command takes 3 s; the limit is under that: the next call ends the run."""
     steps = [
         slow(bash("sleep 3; echo one >> ran.txt", "Wait", usage=usage(10, 1))),
         slow(bash("echo two >> ran.txt", "Again", usage=usage(10, 1))),
@@ -167,18 +174,21 @@ def test_wall_clock_and_autonomy_limits_end_a_session(tmp_path):
     with ScriptedModel(
         {"anthropic": steps, "anthropic_route": side, "openai": codex_steps}
     ) as model:
-        machine = Machine(tmp_path, model, max_autonomous_minutes=0.03)  # 1.8 s
+        machine = Machine(tmp_path, model)
+        variable, value, key = LIMITS[claude_wire]
+        machine.person.limits = {variable: value}
         run = machine.claude(machine.person.project)
         assert run.result["terminal_reason"] == "hook_stopped", run.result
         assert lines(machine.person.project / "ran.txt") == ["one"]
         status = machine.status("--session", run.session_id)
-        assert status["blocked"]["wire"] == "autonomy"
-        assert status["max_autonomous_minutes"] == 0.03
+        assert status["blocked"]["wire"] == claude_wire
+        assert status[key] == float(value)
 
-        machine.person.limits = {"RUNAWAY_GUARD_MAX_SESSION_HOURS": "0.0005"}  # 1.8 s
+        variable, value, _ = LIMITS[codex_wire]
+        machine.person.limits = {variable: value}
         other = machine.person.root / "codex-proj"
         machine.codex(other)
         assert lines(other / "ran.txt") == ["one"]
         sessions = machine.status("--today")["sessions"]
         codex = next(row for row in sessions if row["host"] == "codex")
-        assert codex["state"] == "refused:time"
+        assert codex["state"] == f"refused:{codex_wire}"
