@@ -2,7 +2,8 @@
 """Where a runaway-guard session stands, and the person's controls over it.
 
     python3 status.py [--session ID] [--json]      the session's spend, caps, wires, forecast
-    python3 status.py --today [--json]             every session of today, every host
+    python3 status.py --today [--json]             every session of today, by project
+    python3 status.py --month [YYYY-MM] [--json]   a month's spend by project and branch
     python3 status.py [--session ID] --raise-cap USD | --clear | --off | --on
     python3 status.py --team-sync [--json]         publish this machine's spend to the team now
 
@@ -24,7 +25,14 @@ def _parser():
     parser.add_argument("--session", metavar="ID", help="a session id, host:id, or its start")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     actions = parser.add_mutually_exclusive_group()
-    actions.add_argument("--today", action="store_true", help="today's sessions, every host")
+    actions.add_argument("--today", action="store_true", help="today's sessions, by project")
+    actions.add_argument(
+        "--month",
+        nargs="?",
+        const="",
+        metavar="YYYY-MM",
+        help="a month's spend by project and branch (this month without YYYY-MM)",
+    )
     actions.add_argument("--raise-cap", metavar="USD", help="set this session's cap (USD)")
     actions.add_argument("--clear", action="store_true", help="clear failure and loop stops")
     actions.add_argument("--off", action="store_true", help="turn the guard off for the session")
@@ -64,6 +72,8 @@ def main(argv=None):
             if args.json:
                 print()
             return 0
+        if args.month is not None:
+            return _month(state_dir, args.month, args.json)
         path, state = sessions.find_session(state_dir, args.session, os.getcwd())
         action = None
         value = None
@@ -100,6 +110,25 @@ def main(argv=None):
     except sessions.StatusError as error:
         print(f"status.py: {error}", file=sys.stderr)
         return 2
+
+
+def _month(state_dir, month, as_json):
+    import time
+
+    from runaway_guard import projects, render, report
+
+    if not month:
+        month = time.strftime("%Y-%m")
+    elif not (len(month) == 7 and month[4] == "-" and month.replace("-", "", 1).isdigit()):
+        print(
+            f"status.py: --month needs a month like 2026-12 (got {month[:40]!r})", file=sys.stderr
+        )
+        return 2
+    rows = projects.month_rows(state_dir, month)
+    print(
+        report.to_json(rows) if as_json else render.render_month(rows), end="\n" if as_json else ""
+    )
+    return 0
 
 
 def _team_sync(settings, as_json):

@@ -31,9 +31,23 @@ DEFAULTS = {
     "team_monthly_usd": 0.0,
     "person_daily_usd": 0.0,
     "team_refresh_s": 20.0,
+    "project_daily_usd": 0.0,
+    "project_weekly_usd": 0.0,
+    "project_monthly_usd": 0.0,
+    "max_session_hours": 0.0,
+    "max_autonomous_minutes": 0.0,
 }
 # Caps where 0 means "no cap": tightening a 0 means setting one.
-_CAPS = ("max_usd", "daily_usd", "team_monthly_usd", "person_daily_usd")
+_CAPS = (
+    "max_usd",
+    "daily_usd",
+    "team_monthly_usd",
+    "person_daily_usd",
+    "project_daily_usd",
+    "project_weekly_usd",
+    "project_monthly_usd",
+)
+_TIMES = ("max_session_hours", "max_autonomous_minutes")  # 0 means none, as for a cap
 _COUNTS = ("max_failures", "max_repeats")
 _USER_ONLY = ("team_refresh_s",)  # numbers a project file may not set at all
 # What each number takes, (lowest, highest, how to say it): anything else, huge, infinite,
@@ -45,12 +59,25 @@ _RANGES = {
     "warn_at": (0, 1, "give a share above 0, at most 1"),
     **dict.fromkeys(_COUNTS, (1, MAX_COUNT, f"give a whole number from 1 to {MAX_COUNT:,}")),
     "team_refresh_s": (1, 3600, "give seconds from 1 to 3600"),
+    "max_session_hours": (0, 8760, "give hours from 0 (none) to 8760"),
+    "max_autonomous_minutes": (0, 525600, "give minutes from 0 (none) to 525600"),
 }
 _NAMED_KEYS = 5  # keys a problem line names one by one, per file and kind of problem
 _LONG_DIGITS = 100  # an integer literal this long that json cannot read is only a bad value
 # Team budgets (team.py): who and where, from the user's file or the environment only.
 TEAM_TEXTS = ("team", "user", "pushgateway_url", "prometheus_url")
-_KNOWN_FILE_KEYS = (*DEFAULTS, *TEAM_TEXTS, "team_fail_closed", "state_dir", "off", "interrupt")
+# The project's label in the team's published figures (team.py): a name, not a limit, so the
+# project's own file may set it too.
+TEAM_PROJECT = "team_project"
+_KNOWN_FILE_KEYS = (
+    *DEFAULTS,
+    *TEAM_TEXTS,
+    TEAM_PROJECT,
+    "team_fail_closed",
+    "state_dir",
+    "off",
+    "interrupt",
+)
 # A flag's value that guards more, when a file gives it twice (_merge).
 _GUARDING_FLAG = {"off": False, "interrupt": True, "team_fail_closed": True}
 _FILE_TYPE, _REGULAR = 0o170000, 0o100000  # st_mode's file type bits, and a regular file's
@@ -69,9 +96,15 @@ class Config:
         self.team_monthly_usd = values["team_monthly_usd"]
         self.person_daily_usd = values["person_daily_usd"]
         self.team_refresh_s = values["team_refresh_s"]
+        self.project_daily_usd = values["project_daily_usd"]
+        self.project_weekly_usd = values["project_weekly_usd"]
+        self.project_monthly_usd = values["project_monthly_usd"]
+        self.max_session_hours = values["max_session_hours"]
+        self.max_autonomous_minutes = values["max_autonomous_minutes"]
         # Team budgets: all None (and team_fail_closed False) unless a team is fully configured.
         self.team = self.user = self.pushgateway_url = self.prometheus_url = None
         self.team_fail_closed = False
+        self.team_project = None  # the project's label in the team's figures (team.py)
         self.environ = None  # the call's environment, kept when a team is configured
         self.state_dir = state_dir
         self.off = off
@@ -362,7 +395,7 @@ def _find_project_file(cwd):
 
 
 def _tighter(key, current, proposed):
-    if key in _CAPS:
+    if key in _CAPS or key in _TIMES:
         if proposed == 0:
             return current
         return proposed if current == 0 else min(current, proposed)
@@ -427,7 +460,26 @@ def load(cwd=None, environ=fs.environ):
     )
     if environ.get(PREFIX + "TEAM") or user.get("team"):
         _team(settings, user, project, environ, problems, user_path)
+    settings.team_project = _team_project(environ, project, project_path, problems)
     return settings
+
+
+def _team_project(environ, project, project_path, problems):
+    """The project's label for the team's figures: the project file's, else the environment's
+    (a CI job's); None when none is set or it is not a label. (A user file's would name every
+    project alike.)"""
+    for raw, where in (
+        (project.get(TEAM_PROJECT), f"{project_path}: {TEAM_PROJECT}"),
+        (environ.get(PREFIX + TEAM_PROJECT.upper()), PREFIX + TEAM_PROJECT.upper()),
+    ):
+        if raw is None or raw == "":
+            continue
+        if isinstance(raw, str) and is_label(raw.strip()):
+            return raw.strip()
+        problems.append(
+            f"{where}={_shown(raw)} is not valid (use 1 to 64 of A-Z a-z 0-9 . _ -); ignored"
+        )
+    return None
 
 
 def _user_file(path, environ, values, sources, problems):

@@ -8,7 +8,7 @@ differs between hosts is in hosts/<name>.py.
 import sys
 import time
 
-from . import config, controls, fs, hosts, jsonio, ledger, wires
+from . import config, controls, fs, hosts, jsonio, ledger, projects, text_loops, time_limits, wires
 from .calls import END, MODEL, PROMPT, RESULT, TOOL, fingerprint
 from .decisions import ASK, DENY, STOP, TELL, TWICE, fit
 from .money import raised_cap
@@ -172,6 +172,7 @@ def _decide(book, call, settings, host):
         return _again(state, call, settings, host)
     _new_prompt(state, call)  # again: a host may learn the prompt from its files (Copilot)
     daily = _daily_spend(state, call, settings)
+    projects.track(state, call, settings)
     if state["off"]:
         return None
     if call.event == END:
@@ -268,6 +269,7 @@ def _new_prompt(state, call):
                 ledger.reset_agent(record)  # a new prompt: the person decided to go on
             state["blocked"] = None
         state["prompt"] = call.prompt_id
+        state["prompt_at"] = time.time()  # time_limits: the autonomy clock starts again
 
 
 def _again(state, call, settings, host):
@@ -346,6 +348,9 @@ def _spend_wires(state, settings, daily, tool, warned):
             "set RUNAWAY_GUARD_DAILY_USD or daily_usd in ~/.config/runaway-guard/config.json",
         ),
         *(_team_wires(state, settings, tool, warned) if settings.team else ()),
+        *projects.cap_wires(state, settings, tool, warned),
+        *time_limits.wires(state, settings, tool, warned),
+        *text_loops.wires(state, settings.max_repeats),
     ]
 
 

@@ -122,6 +122,7 @@ def render(status, now=None):
     else:
         out.append(f"Today {money(daily)} across {sessions} (no daily cap)")
     out.extend(_team_lines(status, now))
+    out.extend(_project_lines(status))
     out.append("")
 
     out.extend(_table("By model", status["by_model"], spent))
@@ -188,6 +189,31 @@ def _team_lines(status, now):
     if team["warning"]:
         lines.extend(wrap(team["warning"], "  "))
     return lines
+
+
+def _project_lines(status):
+    """The project's day, week and month against its caps, and the session's clocks."""
+    out = []
+    project = status.get("project")
+    if project:
+        where = project["path"] + (f" ({project['branch']})" if project["branch"] else "")
+        out.append(_short(f"Project {where}", WIDTH))
+        parts = []
+        for period, cap_key in (("day", "daily"), ("week", "weekly"), ("month", "monthly")):
+            cap = project[f"{cap_key}_cap_usd"]
+            spent = money(project[f"{period}_usd"])
+            parts.append(f"{period} {spent}" + (f" of {money(cap)}" if cap else ""))
+        out.append("  " + ", ".join(parts))
+    hours, minutes = status.get("session_hours"), status.get("autonomous_minutes")
+    if hours is not None:
+        limit_h, limit_m = status.get("max_session_hours"), status.get("max_autonomous_minutes")
+        out.append(
+            f"Session running {hours:.1f} h"
+            + (f" of {limit_h:g} h" if limit_h else "")
+            + f"; {minutes:.0f} min since your last prompt"
+            + (f" of {limit_m:g} min" if limit_m else "")
+        )
+    return out
 
 
 def _bullet(text):
@@ -292,6 +318,21 @@ def _forecast_lines(status):
     )
 
 
+def render_month(month):
+    """status.py --month: each project's spend in a month, by branch."""
+    out = [
+        f"{month['month']}: {money(month['spend_usd'])} across {len(month['projects'])} projects",
+        "",
+    ]
+    if not month["projects"]:
+        out.append("No project has spent anything this month.")
+    for project in month["projects"]:
+        out.append(_short(f"{project['path']}  {money(project['month_usd'])}", WIDTH))
+        for name, amount in project["branches"].items():
+            out.append(f"  {_short(name or '(no branch)', 60):<62}{money(amount):>12}")
+    return "\n".join(out) + "\n"
+
+
 def render_today(today):
     cap = today["daily_cap_usd"]
     count = len(today["sessions"])
@@ -306,7 +347,12 @@ def render_today(today):
         f"{'host':<9}{'session':<10}{'project':<15}{'today':>10}{'total':>10}{'cap':>9}"
         f"  {'state':<10}{'last':>5}"
     )
+    shown = None
     for row in today["sessions"]:
+        if row["project"] != shown:
+            shown = row["project"]
+            total = money(today["by_project"][shown])
+            out.append(_short(f"{shown or 'no project'}: {total} today", WIDTH))
         project = os.path.basename((row["cwd"] or "").rstrip("/")) or "?"
         last = (
             time.strftime("%H:%M", time.localtime(row["last_seen"]))

@@ -9,7 +9,7 @@ import json
 import os
 import time
 
-from . import config, controls, ledger, log, sessions
+from . import config, controls, ledger, log, projects, sessions, time_limits
 from .money import money, raised_cap, suggest_cap, usd
 
 RECENT_WINDOW = 900.0  # seconds of activity the "recent" burn rate looks back on
@@ -187,8 +187,11 @@ def build(path, state, state_dir, environ=os.environ, now=None):
                 )
 
     team_fields, team_refusing = _team(settings, state, now)
+    project = projects.status(state, settings, state_dir, now)
     if not off:
         refusing.extend(team_refusing)
+        refusing.extend(_project_refusing(project))
+    hours, minutes = time_limits.elapsed(state, now)
 
     command = controls.status_command()
     session_arg = f"--session {controls.sh_quote(session_id)}"
@@ -211,6 +214,11 @@ def build(path, state, state_dir, environ=os.environ, now=None):
         "daily_cap_usd": settings.daily_usd or None,
         "daily_cap_source": settings.sources["daily_usd"],
         **team_fields,
+        "project": project,
+        "session_hours": round(hours, 4),
+        "autonomous_minutes": round(minutes, 2),
+        "max_session_hours": settings.max_session_hours or None,
+        "max_autonomous_minutes": settings.max_autonomous_minutes or None,
         "by_model": _money_map(spend.get("model")),
         "by_agent": by_agent,
         "failures_in_a_row": main["failures_in_a_row"],
@@ -235,6 +243,23 @@ def build(path, state, state_dir, environ=os.environ, now=None):
             "on": f"{command} {session_arg} --on",
         },
     }
+
+
+def _project_refusing(project):
+    """The project's caps it has reached (status.py's `refusing`)."""
+    found = []
+    for period, cap_key in (("day", "daily"), ("week", "weekly"), ("month", "monthly")):
+        spent, cap = (project or {}).get(f"{period}_usd"), (project or {}).get(f"{cap_key}_cap_usd")
+        if cap and spent >= cap:
+            found.append(
+                {
+                    "wire": "project",
+                    "agent": None,
+                    "why": f"project {project['path']} spent {money(spent)} this {period}, "
+                    f"its {cap_key} cap is {money(cap)}",
+                }
+            )
+    return found
 
 
 def _team(settings, state, now):
@@ -284,6 +309,7 @@ def today_rows(state_dir, environ=os.environ, now=None):
                 "host": host,
                 "session_id": session_id,
                 "cwd": state.get("cwd"),
+                "project": _project_path(state),
                 "today_usd": usd(pusd),
                 "spend_usd": total,
                 "cap_usd": cap or None,
@@ -292,13 +318,27 @@ def today_rows(state_dir, environ=os.environ, now=None):
             }
         )
     rows.sort(key=lambda row: -(row["last_seen"] or 0))
+    by_project = {}
+    for row in rows:
+        by_project[row["project"]] = by_project.get(row["project"], 0) + row["today_usd"]
+    rows.sort(key=lambda row: -by_project[row["project"]])  # stable: each project's newest first
     settings = config.load(os.getcwd(), environ)
     return {
         "day": day,
         "daily_spend_usd": usd(ledger.day_total(shares)),
         "daily_cap_usd": settings.daily_usd or None,
+        "by_project": by_project,
         "sessions": rows,
     }
+
+
+def _project_path(state):
+    """The session's project as its state names it (projects.track), else from its cwd."""
+    record = state.get("project")
+    if isinstance(record, dict) and isinstance(record.get("path"), str):
+        return record["path"]
+    cwd = state.get("cwd")
+    return projects.locate(cwd)[0] if isinstance(cwd, str) and cwd else None
 
 
 def to_json(value):

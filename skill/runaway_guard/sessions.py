@@ -109,14 +109,19 @@ def find_session(state_dir, session=None, cwd=None):
     return max(here or sessions, key=lambda item: last_seen(item[1]))
 
 
-def refresh(state_dir, host, session_id):
+def refresh(state_dir, host, session_id, then=None, at_once=False):
     """The session's state after reading what its host wrote since the guard's last call.
 
     The guard reads at tool calls, so it has not yet seen a run's final response, nor Claude
     Code's end-of-run cost record that settles a compaction estimate: a status asked right
-    after a run reads them first, so it shows what the host itself would.
+    after a run reads them first, so it shows what the host itself would. then(state) runs
+    before the state is saved; at_once: a lock held elsewhere raises TimeoutError at once
+    (a hook call that holds its own session's lock must not wait on another's).
     """
-    with ledger.Ledger(state_dir, host, session_id) as book:
+    book = ledger.Ledger(state_dir, host, session_id)
+    if at_once:
+        book.lock = ledger.Lock(book.lock.path, attempt=_at_once)
+    with book:
         book.sweep = True  # every file, the dormant ones too
         files = book.state["files"]
         # a host may keep other files' entries as lists (hosts._files.read_all)
@@ -126,4 +131,13 @@ def refresh(state_dir, host, session_id):
         if main and host in hosts.NAMES:
             call = Call(host, book.state["session_id"], transcript_path=main)
             hosts.load(host).sync(book, call)
+        if then is not None:
+            then(book.state)
         return book.state
+
+
+def _at_once(fd):
+    if ledger.try_lock(fd):
+        return True
+    os.close(fd)
+    raise TimeoutError("the session's state is locked by another call")

@@ -46,6 +46,9 @@ VERSION = 1
 JOB = "runaway_guard"
 MONTH_METRIC = "runaway_guard_month_spend_usd"
 DAY_METRIC = "runaway_guard_day_spend_usd"
+# This machine's month per project label (`team_project`), beside the two above: a metric of
+# its own, so every query of the month and day totals stays as it was.
+PROJECT_METRIC = "runaway_guard_project_month_spend_usd"
 TIMEOUT = 3.0  # seconds a socket may wait for one step of a request (connecting, a read)
 REQUEST_S = 8.0  # seconds one request may take, its whole answer read (a server may trickle)
 DEADLINE = 20  # one refresh ends its process after this many seconds, whatever happens
@@ -720,9 +723,20 @@ def usd_text(pusd):
     return f"{sign}{pusd // PICO}.{pusd % PICO:012d}"
 
 
-def exposition(month, day, month_pusd, day_pusd):
-    """The group's body in Prometheus' text format (the grouping labels come from the path)."""
-    return (
+def exposition(month, day, month_pusd, day_pusd, projects=None):
+    """The group's body in Prometheus' text format (the grouping labels come from the path);
+    projects: {label: picodollars} of the month, for the projects a team labelled."""
+    labelled = "".join(
+        f'{PROJECT_METRIC}{{month="{month}",project="{label}"}} {usd_text(pusd)}\n'
+        for label, pusd in sorted((projects or {}).items())
+    )
+    if labelled:
+        labelled = (
+            f"# HELP {PROJECT_METRIC} This machine's runaway-guard total for the month in one "
+            "project.\n"
+            f"# TYPE {PROJECT_METRIC} gauge\n{labelled}"
+        )
+    return labelled + (
         f"# HELP {MONTH_METRIC} This machine's runaway-guard ledger total for the month.\n"
         f"# TYPE {MONTH_METRIC} gauge\n"
         f'{MONTH_METRIC}{{month="{month}"}} {usd_text(month_pusd)}\n'
@@ -943,7 +957,11 @@ def _publish(settings, old, cache, ends):
             if getattr(error, "code", None) != 404:
                 cache["orphans"].append(path)
                 errors.append(f"removing the old group: {_error_text(error)}")
-    body = exposition(month, cache["day"], cache["mine_month"], cache["mine_day"]).encode()
+    from .projects import labelled_months
+
+    labelled = labelled_months(settings.state_dir, month)
+    body = exposition(month, cache["day"], cache["mine_month"], cache["mine_day"], labelled)
+    body = body.encode()
     try:
         _request("PUT", settings.pushgateway_url + group, body, ends=ends)
         if old.get("pushed_month") != month or not cache["pushed_at"]:

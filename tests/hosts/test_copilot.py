@@ -40,13 +40,14 @@ def fixture(name):
 
 
 def event_of(payload):
-    """PreToolUse (from the Claude settings), preToolUse (from a Copilot hook file), or other."""
+    """PreToolUse (from the Claude settings), preToolUse or agentStop (from a Copilot hook
+    file), or other."""
     if "hook_event_name" in payload:
         return payload["hook_event_name"]
     keys = set(payload)
     if {"toolName", "toolArgs"} <= keys and not keys & {"toolResult", "error", "hookName"}:
         return "preToolUse"
-    return "other"
+    return "agentStop" if "stopReason" in keys else "other"
 
 
 def priced(usage, rates=GPT41):
@@ -83,12 +84,15 @@ def test_claude_codes_own_payloads_stay_claudes_even_under_copilot_env():
     assert hosts.detect(stop, {"COPILOT_CLI": "1"}) == "claude"
 
 
-def test_call_reads_only_pre_tool_use_and_both_dialects_agree():
+def test_call_reads_only_pre_tool_use_and_agent_stop_and_both_dialects_agree():
     hooks, _, _ = fixture("basic")
     camel = [copilot.call(h["payload"], {}) for h in hooks if h["event"] == "preToolUse"]
     pascal = [copilot.call(h["payload"], {}) for h in hooks if h["event"] == "PreToolUse"]
-    others = [h for h in hooks if h["event"] not in ("preToolUse", "PreToolUse")]
+    read = ("preToolUse", "PreToolUse", "agentStop")
+    others = [h for h in hooks if h["event"] not in read]
     assert all(copilot.call(h["payload"], {}) is None for h in others)
+    turn_ends = [copilot.call(h["payload"], {}) for h in hooks if h["event"] == "agentStop"]
+    assert turn_ends and all(call.event == "model" for call in turn_ends)
     assert len(camel) == len(pascal) == 8
     for a, b in zip(camel, pascal):
         assert (a.session_id, a.tool, a.tool_input, a.agent) == (

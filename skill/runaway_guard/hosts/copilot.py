@@ -33,8 +33,8 @@ Seen on 1.0.102 (tests/fixtures/copilot/README.md):
 
 import time
 
-from .. import fs, jsonio, pricing
-from ..calls import NOT_JSON, TOOL, Call, count, fingerprint, ignore, ignored, tool_name
+from .. import fs, jsonio, pricing, text_loops
+from ..calls import MODEL, NOT_JSON, TOOL, Call, count, fingerprint, ignore, ignored, tool_name
 from ..decisions import ASK, DENY, STOP, TELL
 from ._files import local_day, read_file, say_ignored
 
@@ -63,7 +63,11 @@ INSTALL = {
         # camelCase event: camelCase payloads; `bash` runs the POSIX command; seconds
         "template": {
             "version": 1,
-            "hooks": {"preToolUse": [{"type": "command", "bash": "{command}", "timeoutSec": 30}]},
+            "hooks": {
+                "preToolUse": [{"type": "command", "bash": "{command}", "timeoutSec": 30}],
+                # the end of each turn: an autopilot loop without tool calls (text_loops.py)
+                "agentStop": [{"type": "command", "bash": "{command}", "timeoutSec": 30}],
+            },
         },
     },
     "after_install": (
@@ -90,6 +94,7 @@ INSTALL = {
 
 WAIT = 1.5  # seconds a call waits for events.jsonl to show it (seen: within ~0.1 s)
 SHORT_WAIT = 0.2  # after two calls the file never showed
+ANSWER_WAIT = 1.0  # a turn's end (agentStop) waits this long for the file to show its answer
 POLL = 0.01
 PENDING_KEEP = 128
 _CREDIT_PICO = 10  # 1 AI credit = $0.01 = 10**10 picodollars = 10**9 nano-AI units
@@ -111,6 +116,14 @@ def call(payload, environ=None):
     environ defaults to the hook's own environment (COPILOT_HOME, COPILOT_HOOK_DIR,
     CLAUDE_PLUGIN_ROOT)."""
     environ = fs.environ if environ is None else environ
+    if "stopReason" in payload and "toolName" not in payload:  # agentStop: a turn ended
+        session = payload.get("sessionId")
+        if not isinstance(session, str):
+            return None
+        path = _events_path(session, environ)
+        found = _Call(NAME, session, event=MODEL, transcript_path=path, cwd=payload.get("cwd"))
+        found.slot = "stop"
+        return found
     if "toolArgs" in payload and "toolName" in payload:
         if "toolResult" in payload or "error" in payload or "hookName" in payload:
             return None  # postToolUse, postToolUseFailure, permissionRequest: not installed
@@ -209,13 +222,19 @@ def sync(book, call):
     reader = _Reader(book, entry, mine)
     # a status refresh (a plain Call) only reads; a hook call waits to find itself
     waiting = call.event == TOOL and isinstance(call, _Call)
-    deadline = time.monotonic() + (WAIT if mine["misses"] < 2 else SHORT_WAIT)
+    turn_end = call.event == MODEL and isinstance(call, _Call)
+    deadline = time.monotonic() + (
+        ANSWER_WAIT if turn_end else WAIT if mine["misses"] < 2 else SHORT_WAIT
+    )
     while True:
         try:
             read_file(book, path, entry, reader)
         except OSError:  # not written yet, or not a file the guard can read
             pass
         reader.flush()
+        if turn_end and not reader.answers and time.monotonic() < deadline:
+            time.sleep(POLL)  # the debounced writer has not written the turn's answer yet
+            continue
         if not waiting or _claim(mine["pending"], call):
             break
         if time.monotonic() >= deadline:
@@ -284,7 +303,9 @@ _USAGE = b'{"type":"session.usage_record"'
 _HOOK_START = b'{"type":"hook.start"'
 _COMPLETE = b'{"type":"tool.execution_complete"'
 _PROMPT = b'{"type":"user.message"'
-_READ = (_USAGE, _HOOK_START, _COMPLETE, _PROMPT)  # their types' first letters differ
+_ANSWER = b'{"type":"assistant.message"'
+_READ = (_USAGE, _HOOK_START, _COMPLETE, _PROMPT, _ANSWER)  # their types' first letters differ
+_NO_TOOLS = b'"toolRequests":[]'  # an answer without tool calls (decoded for its text)
 _COMPLETE_ID = _COMPLETE + b',"data":{"toolCallId":"'
 
 
@@ -328,6 +349,7 @@ class _Reader:
         self.entry = entry
         self.pending = mine["pending"]
         self.held = None  # a hook.start line (a copy) not read yet
+        self.answers = 0  # the responses this read found
 
     def __call__(self, raw):
         self.line(raw)
@@ -357,6 +379,8 @@ class _Reader:
                     if find(b'"preToolUse"', start, end) >= 0:
                         self._release()
                         self._hold(data[start:end])
+                elif first == _ANSWER[9]:
+                    self._answer(data[start:end])
                 else:
                     self._decoded(data[start:end], self._prompt)
             elif end > start and not starts(_TYPE_FIRST, start):
@@ -408,6 +432,9 @@ class _Reader:
             handler = self._complete
         elif b'"user.message"' in raw:
             handler = self._prompt
+        elif b'"assistant.message"' in raw:
+            self._answer(raw)
+            return
         else:
             return
         self._decoded(raw, handler)
@@ -484,6 +511,28 @@ class _Reader:
             digest = shell_outcome(result.get("content"))
         self.book.result(call_id, status, digest)
 
+    def _answer(self, raw):
+        """A response: its text when it called no tool (text_loops), read only then."""
+        self.answers += 1
+        if _NO_TOOLS not in raw:
+            return text_loops.note(self.book.state, self._agent_of(raw), None)
+        self._decoded(raw, self._text_answer)
+
+    @staticmethod
+    def _agent_of(raw):
+        at = raw.find(b'"parentToolCallId":"')
+        return (
+            "main" if at < 0 else raw[at + 20 : raw.find(b'"', at + 20)].decode("utf-8", "replace")
+        )
+
+    def _text_answer(self, record, data):
+        if record.get("type") != "assistant.message":
+            return
+        parent = data.get("parentToolCallId")
+        agent = parent if isinstance(parent, str) and parent else "main"
+        content = data.get("content")
+        text_loops.note(self.book.state, agent, content if isinstance(content, str) else "")
+
     def _prompt(self, record, data):
         """The person's prompt (not a subagent's task, not an autopilot continuation)."""
         if record.get("type") != "user.message" or "source" in data or "parentToolCallId" in data:
@@ -492,3 +541,4 @@ class _Reader:
             return
         if isinstance(data.get("interactionId"), str):
             self.entry["prompt"] = data["interactionId"]
+            text_loops.reset(self.book.state)
