@@ -101,6 +101,8 @@ def run(data, environ):
         answer = host.render(decision)
         if end_run and decision and decision["kind"] == STOP and _first_stop(book.state):
             _after.append((end_run, call, environ, settings.state_dir))
+        if decision:  # rare: a warning, a refusal or a note
+            _notice(book.state, decision, call, settings, environ)
     if book.unsaved is not None:  # decided all the same: a refusal is given
         _log(settings.state_dir, "unsaved", f"{call.host} {call.session_id}: {book.unsaved}")
     return answer
@@ -116,6 +118,24 @@ def finish():
             end_run(call, environ, lambda text, into=state_dir: _log(into, "stop", text))
         except Exception as error:
             _log(state_dir, "fail-open", f"end_run: {type(error).__name__}: {error}")
+
+
+def _notice(state, decision, call, settings, environ):
+    """Tell the person of a warning or a stop, once per session and event (notify.py): its
+    sender starts once the answer is out, before an end_run that may end this process."""
+    from . import notify
+
+    news = notify.due(state, decision)
+    if news:
+        send = notify.send
+        _after.append(
+            (
+                lambda call, environ, _say: send(news, decision, call, settings, environ),
+                call,
+                environ,
+                settings.state_dir,
+            )
+        )
 
 
 def _first_stop(state):
