@@ -60,6 +60,7 @@ _KNOWN_FILE_KEYS = (
     "notify_url",
 )
 # Where a warning or a stop is sent (notify.py): from the user's file or the environment only.
+NOTIFY_VARIABLE = PREFIX + "NOTIFY_URL"
 NOTIFY_PREFIXES = ("ntfy+", "slack+", "discord+", "teams+", "json+")
 MAX_NOTIFY_URLS = 8
 # A flag's value that guards more, when a file gives it twice (_merge).
@@ -439,7 +440,7 @@ def load(cwd=None, environ=fs.environ):
     )
     if environ.get(PREFIX + "TEAM") or user.get("team"):
         _team(settings, user, project, environ, problems, user_path)
-    if environ.get(PREFIX + "NOTIFY_URL") or user.get("notify_url"):
+    if environ.get(NOTIFY_VARIABLE) or user.get("notify_url"):
         settings.notify_urls = _notify_urls(user, environ, user_path, problems)
     return settings
 
@@ -448,7 +449,7 @@ def _notify_urls(user, environ, user_path, problems):
     """The URLs a warning or a stop is sent to: the environment's, else the user's file's (a
     text or a list of texts), split at spaces and commas. One that is not an http(s) URL, with
     a prefix of NOTIFY_PREFIXES or none, is a problem line showing it without its secrets."""
-    raw, where = environ.get(PREFIX + "NOTIFY_URL"), PREFIX + "NOTIFY_URL"
+    raw, where = environ.get(NOTIFY_VARIABLE), NOTIFY_VARIABLE
     if not raw:
         raw, where = user.get("notify_url"), f"{user_path}: notify_url"
     texts = raw if isinstance(raw, list) else [raw]
