@@ -199,3 +199,33 @@ def test_any_notify_url_value_is_a_url_list_or_a_problem(tmp_path_factory, value
     assert isinstance(settings.notify_urls, tuple)
     for url in settings.notify_urls:
         assert "://" in url and url.isprintable() and " " not in url
+
+
+def test_a_warning_the_host_cannot_pass_on_still_reaches_the_person(world, monkeypatch):
+    """Qwen Code drops a note (no TELL rung): the warning is sent all the same."""
+    from runaway_guard import hook, jsonio
+    from runaway_guard.hosts import claude
+
+    sent = []
+    monkeypatch.setattr(claude, "RUNGS", frozenset({"deny", "ask", "stop"}))
+    monkeypatch.setattr(
+        "runaway_guard.detached.start", lambda *a, **k: sent.append(jsonio.loads(k["data"]))
+    )
+    session = Claude(world, world.project("proj"), "s-unsaid")
+    env = {"RUNAWAY_GUARD_MAX_USD": "1.3", "RUNAWAY_GUARD_NOTIFY_URL": "https://ntfy.sh/x"}
+    for number in (1, 2):
+        tool_use_id = f"toolu_{number}"
+        session.respond(tool=(tool_use_id, "Bash", {"command": "ls"}))
+        payload = {
+            "session_id": session.session,
+            "transcript_path": str(session.transcript),
+            "cwd": str(session.project),
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "ls"},
+            "tool_use_id": tool_use_id,
+        }
+        assert world.run(payload, **env) == ""  # $1.10 of 1.30 at the second: nothing said
+        hook.finish()
+    assert [item["message"]["event"] for item in sent] == ["warning"]
+    assert sent[0]["message"]["title"] == "runaway-guard warns: session (Claude Code)"
