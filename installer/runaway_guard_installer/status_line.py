@@ -11,16 +11,17 @@ from typing import Any
 
 from .hook_list import INTERPRETER_FLAGS, sh_quote
 
-MARK = "/skill/status.py' --statusline"  # how the guard's own command is recognised
+MARKS = ("/skill/guard.py' --statusline", "/skill/status.py' --statusline")  # the guard's own
 
 
 def command(python: str, skill_dir: Path) -> str:
-    status = skill_dir.as_posix() + "/skill/status.py"
-    return f"{sh_quote(python)} {INTERPRETER_FLAGS} {sh_quote(status)} --statusline"
+    """guard.py --statusline: status.py --statusline's line, without compiling status.py."""
+    guard = skill_dir.as_posix() + "/skill/guard.py"
+    return f"{sh_quote(python)} {INTERPRETER_FLAGS} {sh_quote(guard)} --statusline"
 
 
 def is_ours(value: Any) -> bool:
-    return isinstance(value, dict) and MARK in str(value.get("command", ""))
+    return isinstance(value, dict) and str(value.get("command", "")).endswith(MARKS)
 
 
 def add(obj: dict[str, Any], spec: dict[str, Any], wanted: str) -> tuple[dict, bool, list[str]]:

@@ -61,7 +61,14 @@ def send(news, decision, call, settings, environ):
     data = {"message": message, "urls": list(settings.notify_urls), "desktop": desktop}
     more = ("DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR")
     state_dir = settings.state_dir
-    detached.start("notify", (), environ, state_dir, data=jsonio.dumps(data).encode(), more=more)
+    try:
+        detached.start(
+            "notify", (), environ, state_dir, data=jsonio.dumps(data).encode(), more=more
+        )
+    except OSError as error:  # no interpreter to start, no process left: the call goes on
+        from . import log
+
+        log.append(state_dir, "notify", f"the sender could not start: {_reason(error)}")
 
 
 def desktop_kind(environ):

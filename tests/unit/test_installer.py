@@ -134,7 +134,7 @@ def without_guard(obj):
     """
     obj = copy.deepcopy(without_guard_rules(obj))
     line = obj.get("statusLine")  # the guard's status line (Claude Code, Qwen Code)
-    if isinstance(line, dict) and str(line.get("command")).endswith("status.py' --statusline"):
+    if isinstance(line, dict) and str(line.get("command")).endswith(".py' --statusline"):
         del obj["statusLine"]
     hooks = obj.get("hooks")
     if not isinstance(hooks, dict):

@@ -19,9 +19,9 @@ def test_the_guard_line_is_added_and_removed_with_the_hook(tmp_path, source, hos
     code, out = run(["--host", host], env, source)
     assert code == 0, out
     line = parse(path)["statusLine"]
-    assert line["type"] == "command" and line["command"].endswith("/status.py' --statusline")
+    assert line["type"] == "command" and line["command"].endswith("/guard.py' --statusline")
     status = line["command"].split("'")[3]
-    assert status == str(home / SKILLS[host] / "runaway-guard/skill/status.py")
+    assert status == str(home / SKILLS[host] / "runaway-guard/skill/guard.py")
     code, out = run(["--host", host, "--uninstall"], env, source)
     assert code == 0, out
     assert parse(path) == {"model": "x"}

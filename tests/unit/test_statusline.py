@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from guard_env import fuzz
+from guard_env import GUARD, fuzz
 from hypothesis import given
 from hypothesis import strategies as st
 from runaway_guard import statusline
@@ -18,9 +18,16 @@ def world(tmp_path):
 
 
 def line(world, payload, **env):
+    """status.py --statusline's line, checked to be guard.py --statusline's (the installer's)."""
+    shown = [_line(world, script, payload, env) for script in (STATUS, GUARD)]
+    assert shown[0] == shown[1]
+    return shown[0]
+
+
+def _line(world, script, payload, env):
     data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     done = subprocess.run(
-        [sys.executable, str(STATUS), "--statusline"],
+        [sys.executable, "-I", "-S", str(script), "--statusline"],
         input=data,
         capture_output=True,
         env={**world.env, **env},
