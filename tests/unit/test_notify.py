@@ -115,20 +115,24 @@ def _text(path):
     return path.read_text() if path.exists() else ""
 
 
-def test_the_hook_without_a_decision_starts_no_sender(world, receiver, monkeypatch):
-    started = []
-    monkeypatch.setattr("runaway_guard.detached.start", lambda *a, **k: started.append(a))
-    session = Claude(world, world.project("proj"), "s-quiet")
-    payload = {
+def bash_call(session, tool_use_id):
+    """Claude Code's payload for `ls`, run in-process (world.run)."""
+    return {
         "session_id": session.session,
         "transcript_path": str(session.transcript),
         "cwd": str(session.project),
         "hook_event_name": "PreToolUse",
         "tool_name": "Bash",
         "tool_input": {"command": "ls"},
-        "tool_use_id": "toolu_1",
+        "tool_use_id": tool_use_id,
     }
-    assert world.run(payload, **formats_env(receiver)) == ""
+
+
+def test_the_hook_without_a_decision_starts_no_sender(world, receiver, monkeypatch):
+    started = []
+    monkeypatch.setattr("runaway_guard.detached.start", lambda *a, **k: started.append(a))
+    session = Claude(world, world.project("proj"), "s-quiet")
+    assert world.run(bash_call(session, "toolu_1"), **formats_env(receiver)) == ""
     from runaway_guard import hook
 
     hook.finish()
@@ -216,16 +220,9 @@ def test_a_warning_the_host_cannot_pass_on_still_reaches_the_person(world, monke
     for number in (1, 2):
         tool_use_id = f"toolu_{number}"
         session.respond(tool=(tool_use_id, "Bash", {"command": "ls"}))
-        payload = {
-            "session_id": session.session,
-            "transcript_path": str(session.transcript),
-            "cwd": str(session.project),
-            "hook_event_name": "PreToolUse",
-            "tool_name": "Bash",
-            "tool_input": {"command": "ls"},
-            "tool_use_id": tool_use_id,
-        }
-        assert world.run(payload, **env) == ""  # $1.10 of 1.30 at the second: nothing said
+        assert (
+            world.run(bash_call(session, tool_use_id), **env) == ""
+        )  # $1.10 of 1.30 at the second: nothing said
         hook.finish()
     assert [item["message"]["event"] for item in sent] == ["warning"]
     assert sent[0]["message"]["title"] == "runaway-guard warns: session (Claude Code)"
