@@ -6,18 +6,20 @@
     python3 status.py --month [YYYY-MM] [--json]   a month's spend by project and branch
     python3 status.py [--session ID] --raise-cap USD | --clear | --off | --on
     python3 status.py --team-sync [--json]         publish this machine's spend to the team now
+    python3 status.py --statusline                 one line for a host's status line (stdin JSON)
 
 Without --session: the session the guard saw last in this project (else anywhere). The logic is
 in runaway_guard/ (sessions, report, render, controls); this file parses arguments and prints.
 Exit 0, or 2 for bad usage or an unknown session; --team-sync exits 1 when a server failed.
 """
 
-import argparse
 import os
 import sys
 
 
 def _parser():
+    import argparse  # not for --statusline, which runs as often as the hook
+
     parser = argparse.ArgumentParser(
         prog="status.py",
         description="Where a runaway-guard session stands: spend, caps, failures, loops.",
@@ -38,6 +40,11 @@ def _parser():
     actions.add_argument("--off", action="store_true", help="turn the guard off for the session")
     actions.add_argument("--on", action="store_true", help="turn it back on")
     actions.add_argument(
+        "--statusline",
+        action="store_true",
+        help="one short line for a host's status line, from its JSON on stdin",
+    )
+    actions.add_argument(
         "--team-sync",
         action="store_true",
         help="publish this machine's spend to the team's Pushgateway and read the team's now "
@@ -57,12 +64,16 @@ def _amount(text, highest):
 
 def main(argv=None):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    if (sys.argv[1:] if argv is None else argv) == ["--statusline"]:
+        return _statusline()
     from runaway_guard import config, controls, render, report, sessions
     from runaway_guard.money import MAX_USD
 
     args = _parser().parse_args(argv)  # exits 2 on bad usage
     settings = config.load(os.getcwd())
     state_dir = settings.state_dir
+    if args.statusline:
+        return _statusline()
     if args.team_sync:
         return _team_sync(settings, args.json)
     try:
@@ -129,6 +140,12 @@ def _month(state_dir, month, as_json):
         report.to_json(rows) if as_json else render.render_month(rows), end="\n" if as_json else ""
     )
     return 0
+
+
+def _statusline():
+    from runaway_guard import load
+
+    load("runaway_guard.statusline").main()  # from its bundle, as the hook's modules; exits 0
 
 
 def _team_sync(settings, as_json):

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import owned_file, permission_rules
+from . import owned_file, permission_rules, status_line
 from .hook_list import (
     Merge,
     hook_command,
@@ -55,6 +55,7 @@ def make_plan(
         command = hook_command(python, target.skill_dir, target.entry)
         merge = merge_install(loaded.obj, target.entry, command)
     _guard_rules(target, merge, uninstall, env)
+    _status_line(target, merge, uninstall, python)
     changed = merge.action in ("added", "updated", "removed")
     new_bytes = dump_settings(merge.obj, loaded.bom) if changed else None
     if new_bytes is not None:
@@ -85,6 +86,23 @@ def _guard_rules(target: Target, merge: Merge, uninstall: bool, env: Mapping[str
         )
         if merge.action == "unchanged":
             merge.action = "updated"
+
+
+def _status_line(target: Target, merge: Merge, uninstall: bool, python: str) -> None:
+    """The guard's status line, added with the hook where the person has none (status_line)."""
+    spec = target.host.INSTALL.get("status_line")
+    if not spec:
+        return
+    if uninstall:
+        merge.obj, changed = status_line.remove(merge.obj, spec)
+        if changed and merge.action == "absent":
+            merge.action = "removed"
+        return
+    wanted = status_line.command(python, target.skill_dir)
+    merge.obj, changed, notes = status_line.add(merge.obj, spec, wanted)
+    merge.notes += notes
+    if changed and merge.action == "unchanged":
+        merge.action = "updated"
 
 
 def _owned_plan(target: Target, source: Path, python: str, uninstall: bool) -> Plan:

@@ -54,6 +54,8 @@ def _command(args):
         from self_check import main as self_check
 
         return self_check
+    if args == ["--statusline"]:  # a host's status line: status.py --statusline, cheaper
+        return load(f"{PACKAGE}.statusline").main
     return load(f"{PACKAGE}.serve" if args == ["--serve"] else f"{PACKAGE}.hook").main
 
 

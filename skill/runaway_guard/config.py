@@ -77,7 +77,12 @@ _KNOWN_FILE_KEYS = (
     "state_dir",
     "off",
     "interrupt",
+    "notify_url",
 )
+# Where a warning or a stop is sent (notify.py): from the user's file or the environment only.
+NOTIFY_VARIABLE = PREFIX + "NOTIFY_URL"
+NOTIFY_PREFIXES = ("ntfy+", "slack+", "discord+", "teams+", "json+")
+MAX_NOTIFY_URLS = 8
 # A flag's value that guards more, when a file gives it twice (_merge).
 _GUARDING_FLAG = {"off": False, "interrupt": True, "team_fail_closed": True}
 _FILE_TYPE, _REGULAR = 0o170000, 0o100000  # st_mode's file type bits, and a regular file's
@@ -114,6 +119,7 @@ class Config:
         # Whether a stop may also interrupt the host's run out of band (Codex: Ctrl-C to
         # `codex exec`, Esc to its TUI in tmux); off, a stop is only the refusal.
         self.interrupt = interrupt
+        self.notify_urls = ()  # where warnings and stops are sent (notify.py)
 
 
 def user_config_path(environ=fs.environ):
@@ -426,7 +432,7 @@ def load(cwd=None, environ=fs.environ):
     project_path = _find_project_file(cwd)
     if project_path:
         project = _read_file(project_path, problems)[0] or {}
-        for key in ("off", "state_dir", *TEAM_TEXTS):
+        for key in ("off", "state_dir", "notify_url", *TEAM_TEXTS):
             if key in project:
                 problems.append(f"{project_path}: {key} can only be set by the user; ignored")
         for key in DEFAULTS:
@@ -461,6 +467,8 @@ def load(cwd=None, environ=fs.environ):
     if environ.get(PREFIX + "TEAM") or user.get("team"):
         _team(settings, user, project, environ, problems, user_path)
     settings.team_project = _team_project(environ, project, project_path, problems)
+    if environ.get(NOTIFY_VARIABLE) or user.get("notify_url"):
+        settings.notify_urls = _notify_urls(user, environ, user_path, problems)
     return settings
 
 
@@ -480,6 +488,35 @@ def _team_project(environ, project, project_path, problems):
             f"{where}={_shown(raw)} is not valid (use 1 to 64 of A-Z a-z 0-9 . _ -); ignored"
         )
     return None
+
+
+def _notify_urls(user, environ, user_path, problems):
+    """The URLs a warning or a stop is sent to: the environment's, else the user's file's (a
+    text or a list of texts), split at spaces and commas. One that is not an http(s) URL, with
+    a prefix of NOTIFY_PREFIXES or none, is a problem line showing it without its secrets."""
+    raw, where = environ.get(NOTIFY_VARIABLE), NOTIFY_VARIABLE
+    if not raw:
+        raw, where = user.get("notify_url"), f"{user_path}: notify_url"
+    texts = raw if isinstance(raw, list) else [raw]
+    if not all(isinstance(text, str) for text in texts):
+        problems.append(f"{where} is not a URL or a list of URLs; ignored")
+        return ()
+    urls = []
+    for url in " ".join(texts).replace(",", " ").split():
+        bare = url.split("+", 1)[1] if url.startswith(NOTIFY_PREFIXES) else url
+        host = bare.partition("://")[2].partition("/")[0].rpartition("@")[2]
+        if bare.startswith(("http://", "https://")) and host and url.isprintable():
+            urls.append(url)
+        else:
+            from . import notify
+
+            problems.append(
+                f"{where}: {notify.shown(url)[:200]!r} is not an http:// or https:// URL "
+                f"(a prefix {', '.join(NOTIFY_PREFIXES)} may choose the format); ignored"
+            )
+    if len(urls) > MAX_NOTIFY_URLS:
+        problems.append(f"{where}: more than {MAX_NOTIFY_URLS} URLs; the first are used")
+    return tuple(urls[:MAX_NOTIFY_URLS])
 
 
 def _user_file(path, environ, values, sources, problems):

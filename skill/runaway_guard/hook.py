@@ -25,6 +25,7 @@ DAY_FILE_EVERY_S = 30  # no daily cap: this session's share of the day file at m
 INTERRUPT_EVERY_S = 10  # at most one out-of-band end of a session's run in this time
 
 _after = []  # what finish() does once the answer is out: the host's end_run
+_unsaid = []  # a decision the host's answers could not give as it was: still the person's news
 
 
 def main():
@@ -78,7 +79,7 @@ def _log(state_dir, kind, text):
 
 def run(data, environ):
     """The answer line for one hook payload (bytes), or ''. May raise: the caller fails open."""
-    del _after[:]
+    del _after[:], _unsaid[:]
     if len(data) > MAX_INPUT:
         raise UnreadableInput(f"hook input over {MAX_INPUT} bytes is too large to judge")
     try:
@@ -101,6 +102,8 @@ def run(data, environ):
         answer = host.render(decision)
         if end_run and decision and decision["kind"] == STOP and _first_stop(book.state):
             _after.append((end_run, call, environ, settings.state_dir))
+        if decision or _unsaid:  # rare: a warning, a refusal, a note
+            _notice(book.state, [decision, *_unsaid], call, settings, environ)
     if book.unsaved is not None:  # decided all the same: a refusal is given
         _log(settings.state_dir, "unsaved", f"{call.host} {call.session_id}: {book.unsaved}")
     return answer
@@ -116,6 +119,26 @@ def finish():
             end_run(call, environ, lambda text, into=state_dir: _log(into, "stop", text))
         except Exception as error:
             _log(state_dir, "fail-open", f"end_run: {type(error).__name__}: {error}")
+
+
+def _notice(state, decisions, call, settings, environ):
+    """Tell the person of a warning or a stop, once per session and event (notify.py): its
+    sender starts once the answer is out, before an end_run that may end this process."""
+    from . import notify
+
+    for decision in decisions:
+        news = decision and notify.due(state, decision)
+        if news:
+            _after.append(
+                (
+                    lambda call, environ, _say, news=news, decision=decision: notify.send(
+                        news, decision, call, settings, environ
+                    ),
+                    call,
+                    environ,
+                    settings.state_dir,
+                )
+            )
 
 
 def _first_stop(state):
@@ -194,7 +217,10 @@ def _decide(book, call, settings, host):
     elif control == controls.LOOSEN:
         decision = fit(_loosen_decision(call), host.RUNGS)
     else:
-        decision = fit(_wires(book, call, call_hash, settings, daily), host.RUNGS)
+        found = _wires(book, call, call_hash, settings, daily)
+        decision = fit(found, host.RUNGS)
+        if found is not decision:  # a warning Qwen cannot pass on, an end Cursor cannot make
+            _unsaid.append(found)
 
     if control == controls.STATUS:
         pass  # a status call is invisible to the wires: it must not break a failure run or loop

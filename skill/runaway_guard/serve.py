@@ -43,12 +43,14 @@ def main():
             if _stamp() != started:
                 break  # a new version installed: this call goes to it
             stamped = time.monotonic()
-        answer, _ = hook.respond(lambda line=data: line)
+        answer, answered = hook.respond(lambda line=data: line)
         try:
             out.write(answer.encode("utf-8", "replace") + b"\n")
             out.flush()
         except BaseException:
             break
+        if answered:  # what the call starts once its answer is out (a notification's sender)
+            hook.finish()
     fs._exit(0)
 
 

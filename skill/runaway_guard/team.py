@@ -462,54 +462,12 @@ def _try_flock(fd):
         return False
 
 
-_BOOT = "import sys;sys.path.insert(0,sys.argv[1]);from runaway_guard import team;team.child()"
-# What the refresh needs from the hook's environment: the guard's settings, where HOME and the
-# config are, the time zone, proxies. Nothing else of the host's is passed on.
-_PASS = (
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "USERNAME",
-    "USERPROFILE",
-    "SYSTEMROOT",
-    "XDG_CONFIG_HOME",
-    "XDG_STATE_HOME",
-    "TZ",
-    "PATH",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "NO_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "no_proxy",
-)
-
-
 def _spawn(state_dir, environ, lock_fd, session):
-    import subprocess
+    from . import detached
 
-    env = {k: v for k, v in environ.items() if k.startswith("RUNAWAY_GUARD_") or k in _PASS}
-    env["RUNAWAY_GUARD_STATE_DIR"] = state_dir
-    skill = fs.dirname(fs.dirname(fs.abspath(__file__)))
     host, session_id = (item if isinstance(item, str) else "" for item in session)
-    argv = [sys.executable, "-I", "-S", "-c", _BOOT, skill, str(lock_fd or -1), host, session_id]
-    options = {}
-    if sys.platform == "win32":
-        options["creationflags"] = 0x00000008 | 0x00000200 | 0x08000000  # detached, no window
-    else:
-        options["start_new_session"] = True
-        options["pass_fds"] = (lock_fd,) if lock_fd is not None else ()
-    child = subprocess.Popen(
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        close_fds=True,
-        env=env,
-        cwd=state_dir,
-        **options,
-    )
-    child.returncode = 0  # never waited for: it outlives this process on purpose
+    args = (str(lock_fd or -1), host, session_id)
+    detached.start("team", args, environ, state_dir, pass_fd=lock_fd)
 
 
 # -- the refresh: totals from the ledger, one PUT, one query, the cache ---------------------------

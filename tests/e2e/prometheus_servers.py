@@ -82,13 +82,23 @@ class Servers:
         self.gateway = subprocess.Popen(argv, stdout=log, stderr=log, cwd=self.root)
         _ready(f"{self.gateway_url}/-/ready")
 
-    def start_prometheus(self) -> None:
+    def start_prometheus(self, rules: Path | None = None, alertmanager: str | None = None) -> None:
+        """Prometheus scraping the gateway; with rules, evaluating them every SCRAPE seconds
+        and sending its alerts to the Alertmanager at that host:port."""
         config = self.root / "prometheus.yml"
+        alerting = (
+            f"rule_files: ['{rules}']\n"
+            "alerting:\n"
+            "  alertmanagers:\n"
+            f"    - static_configs: [{{targets: ['{alertmanager}']}}]\n"
+            if rules
+            else ""
+        )
         config.write_text(
             "global:\n"
             f"  scrape_interval: {int(SCRAPE * 1000)}ms\n"
             f"  scrape_timeout: {int(SCRAPE * 800)}ms\n"
-            "scrape_configs:\n"
+            f"  evaluation_interval: {int(SCRAPE * 1000)}ms\n" + alerting + "scrape_configs:\n"
             "  - job_name: pushgateway\n"
             "    honor_labels: true\n"
             "    static_configs:\n"

@@ -127,11 +127,15 @@ def is_guard(handler) -> bool:
 def without_guard(obj):
     """The settings object with the guard taken out (independent of the installer's code).
 
-    Guard handlers in hooks.PreToolUse go; so does a group they alone filled, then an empty
-    PreToolUse list and an empty hooks object (the one documented exception to "uninstall gives
-    back the original": an empty container cannot be told apart from one the installer made).
+    Guard handlers in hooks.PreToolUse and the guard's statusLine go; so does a group they
+    alone filled, then an empty PreToolUse list and an empty hooks object (the one documented
+    exception to "uninstall gives back the original": an empty container cannot be told apart
+    from one the installer made).
     """
     obj = copy.deepcopy(without_guard_rules(obj))
+    line = obj.get("statusLine")  # the guard's status line (Claude Code, Qwen Code)
+    if isinstance(line, dict) and str(line.get("command")).endswith(".py' --statusline"):
+        del obj["statusLine"]
     hooks = obj.get("hooks")
     if not isinstance(hooks, dict):
         return obj

@@ -43,6 +43,8 @@ INSTALL = {
     # Claude Code's own rules: its file tools (Edit covers Write, MultiEdit and NotebookEdit)
     # ask before they change the guard's folders, even where the hook cannot run.
     "guard_rules": {"list": ("permissions", "ask"), "rule": "Edit({path}/**)"},
+    # The guard's line under the prompt where the person has no status line of their own.
+    "status_line": {"key": "statusLine"},
     "after_install": (
         "Claude Code: restart it (or open /hooks) so it loads the hook; in a folder you have not "
         "trusted yet, accept the trust prompt first.",

@@ -49,6 +49,8 @@ INSTALL = {
     # Qwen Code's own rules, in Claude Code's syntax: Edit covers edit, write_file and
     # notebook_edit; they ask before those change the guard's folders.
     "guard_rules": {"list": ("permissions", "ask"), "rule": "Edit({path}/**)"},
+    # Its statusLine runs a command with the session_id on stdin, as Claude Code's does.
+    "status_line": {"key": "statusLine"},
     "after_install": (
         "Qwen Code: the hook applies from its next session, in every folder (trusted or not).",
     ),
