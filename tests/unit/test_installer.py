@@ -883,3 +883,17 @@ def test_an_installed_gemini_extension_means_no_second_hook(tmp_path, source, ho
     assert not (home / ".gemini" / "settings.json").exists()
     code, out = run(["--host", "gemini", "--check"], env, source)
     assert code == 0 and "ok: the extension runs the guard" in out
+
+
+def test_an_added_codex_plugin_means_no_second_hook(tmp_path, source, home):
+    """`codex plugin add` copies the plugin to plugins/cache/<marketplace>/<plugin>/<version>."""
+    env = {"HOME": str(home), "CODEX_HOME": str(home / ".codex")}
+    (home / ".codex" / "plugins" / "cache" / "runaway-guard" / "runaway-guard" / "0.1.0").mkdir(
+        parents=True
+    )
+    code, out = run(["--host", "codex"], env, source)
+    assert code == 0 and "installed as Codex's plugin" in out, out
+    assert "`codex plugin remove runaway-guard@runaway-guard`" in out
+    assert not (home / ".codex" / "hooks.json").exists()
+    code, out = run(["--host", "codex", "--check"], env, source)
+    assert code == 0 and "ok: the plugin runs the guard" in out

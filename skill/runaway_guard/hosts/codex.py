@@ -62,6 +62,29 @@ INSTALL = {
         "`codex exec --trust` once there).",
     ),
     "after_uninstall": "Codex forgets the hook on its next start.",
+    # The repository is a Codex plugin too (0.171.0 reads Claude Code's marketplace.json, but
+    # prefers .codex-plugin/plugin.json and ignores the hooks of Claude's plugin.json: it wants
+    # them one level down, under "hooks"). ${PLUGIN_ROOT} is replaced by the plugin's copy in
+    # plugins/cache/<marketplace>/<plugin>/<version>, which `codex plugin remove` deletes. Its
+    # hook needs the person's trust, like the installer's (README, Codex). No skill: Codex does
+    # not list a plugin root's own SKILL.md as a skill ("skills": "./" lists nothing on 0.171.0).
+    "plugin": {
+        "manifests": {
+            ".codex-plugin/plugin.json": {
+                "name": "{name}",
+                "version": "{version}",
+                "description": "{description}",
+                "author": {"name": "{author}"},
+                "license": "{license}",
+                "hooks": {"hooks": "{hooks}"},
+            },
+        },
+        "root": "${PLUGIN_ROOT}",
+        "folder": "plugins/cache/{name}/{name}",
+        "id": "{name}@{name}",
+        "install": ("codex plugin marketplace add {source}", "codex plugin add {id}"),
+        "uninstall": ("codex plugin remove {id}", "codex plugin marketplace remove {name}"),
+    },
 }
 
 
