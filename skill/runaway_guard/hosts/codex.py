@@ -223,6 +223,9 @@ def end_run(call, environ, note):
     """
     from . import _procs
 
+    if _procs.unsupported():
+        note(f"deny only: {_procs.unsupported()}")
+        return
     found = _procs.nearest(("codex", "codex.exe"))
     if found is None:
         note("deny only: no codex process among the hook's ancestors")
