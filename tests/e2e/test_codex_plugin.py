@@ -117,3 +117,25 @@ def test_codex_plugin_trusted_guards_exec_then_remove_leaves_no_hook(tmp_path):
         run = codex.run_trusted()
         assert codex.marker() == ["x"] * 7, run.stdout[-3000:]  # no hook refused the 6th
     assert not (codex.home.path / "hooks.json").exists()
+
+
+def test_codex_plugin_and_installer_hook_count_each_call_once(tmp_path):
+    phases = Phases()
+    with ScriptedModel(serve(phases, count=40)) as model:
+        codex = CodexPlugin(tmp_path, model.url)
+        # the installer's hook first: `codex plugin add` cannot see it
+        codex.person.install("codex", CODEX_HOME=codex.home.path)
+        codex.cli("marketplace", "add", str(codex.source))
+        codex.cli("add", PLUGIN)
+        check = codex.person.check("codex", CODEX_HOME=codex.home.path)
+        assert "both run the guard" in check.stdout, check.stdout
+        codex.trust_in_the_tui()  # "Trust all" trusts both hooks
+        assert "hooks.json:pre_tool_use:0:0" in codex.home.config_path.read_text()
+        phases.script = Script([sh(LOOP) for _ in range(8)], stop_after=2)
+        run = codex.run_trusted()
+    # both guards ran on every call (at once: Codex starts a call's hooks together), and the
+    # loop is still refused at the 6th call, not the 3rd
+    assert codex.marker() == ["x"] * 5, run.stdout[-3000:]
+    status = codex.status(run.thread_id)
+    assert status["runs_twice"] is True
+    assert status["blocked"]["wire"] == "loop"
