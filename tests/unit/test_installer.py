@@ -874,26 +874,25 @@ def test_a_project_plugin_counts_for_project_scope_only(tmp_path, source, home):
     assert not (project / ".claude" / "settings.local.json").exists()
 
 
-def test_an_installed_gemini_extension_means_no_second_hook(tmp_path, source, home):
+# Where each host's own command puts the plugin (Codex: plugins/cache/<marketplace>/<plugin>/
+# <version>), and what the installer then says instead of adding a hook.
+HOST_PLUGINS = [
+    ("gemini", ".gemini/extensions/runaway-guard", ".gemini/settings.json",
+     "Gemini CLI's extension", "gemini extensions uninstall runaway-guard", "extension"),
+    ("codex", ".codex/plugins/cache/runaway-guard/runaway-guard/0.1.0", ".codex/hooks.json",
+     "Codex's plugin", "codex plugin remove runaway-guard@runaway-guard", "plugin"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("host, folder, settings, label, remove, called", HOST_PLUGINS)
+def test_a_plugin_the_hosts_command_installed_means_no_second_hook(
+    tmp_path, source, home, host, folder, settings, label, remove, called
+):
     env = {"HOME": str(home)}
-    (home / ".gemini" / "extensions" / "runaway-guard").mkdir(parents=True)
-    code, out = run(["--host", "gemini"], env, source)
-    assert code == 0 and "installed as Gemini CLI's extension" in out, out
-    assert "`gemini extensions uninstall runaway-guard`" in out
-    assert not (home / ".gemini" / "settings.json").exists()
-    code, out = run(["--host", "gemini", "--check"], env, source)
-    assert code == 0 and "ok: the extension runs the guard" in out
-
-
-def test_an_added_codex_plugin_means_no_second_hook(tmp_path, source, home):
-    """`codex plugin add` copies the plugin to plugins/cache/<marketplace>/<plugin>/<version>."""
-    env = {"HOME": str(home), "CODEX_HOME": str(home / ".codex")}
-    (home / ".codex" / "plugins" / "cache" / "runaway-guard" / "runaway-guard" / "0.1.0").mkdir(
-        parents=True
-    )
-    code, out = run(["--host", "codex"], env, source)
-    assert code == 0 and "installed as Codex's plugin" in out, out
-    assert "`codex plugin remove runaway-guard@runaway-guard`" in out
-    assert not (home / ".codex" / "hooks.json").exists()
-    code, out = run(["--host", "codex", "--check"], env, source)
-    assert code == 0 and "ok: the plugin runs the guard" in out
+    (home / folder).mkdir(parents=True)
+    code, out = run(["--host", host], env, source)
+    assert code == 0 and f"installed as {label}" in out, out
+    assert f"`{remove}`" in out
+    assert not (home / settings).exists()
+    code, out = run(["--host", host, "--check"], env, source)
+    assert code == 0 and f"ok: the {called} runs the guard" in out
