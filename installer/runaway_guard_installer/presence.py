@@ -60,6 +60,15 @@ def installed_for(host: ModuleType, env: Mapping[str, str], cwd: Path) -> list[s
     return places + plugged(locate(host, "project", project, env), env)
 
 
+def missing(root: Path, modules: list[ModuleType], env: Mapping[str, str], cwd: Path) -> str:
+    """advice() when the folder's host is known and has no hook; else '' (a report of another
+    host's session would otherwise look like this host's)."""
+    host = host_of_folder(root, modules, env)
+    if host is None or installed_for(host, env, cwd):
+        return ""
+    return advice(root, modules, env, cwd)
+
+
 def advice(root: Path, modules: list[ModuleType], env: Mapping[str, str], cwd: Path) -> str:
     """What status.py says when it finds no session: is the hook installed for this host, and
     if not, the command that installs it and what the person does after."""

@@ -15,11 +15,14 @@ def skill_root():
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def advice(cwd, environ=None):
-    """One or two sentences: installed or not for this folder's host, and what to run."""
+def advice(cwd, environ=None, only_missing=False):
+    """One or two sentences: installed or not for this folder's host, and what to run.
+    only_missing: '' unless this folder belongs to a host for which the hook is not installed."""
     root = skill_root()
     installer = os.path.join(root, "installer")
     if not os.path.isfile(os.path.join(installer, "install.py")):
+        if only_missing:
+            return ""
         return (
             f"This copy of the skill ({root}) has no installer/ folder, so it cannot install its "
             "hook: with the person's consent, clone the runaway-guard repository and run "
@@ -37,8 +40,12 @@ def advice(cwd, environ=None):
         modules = [hosts.load(name) for name in hosts.NAMES]
         modules = [host for host in modules if host.INSTALL]
         env = os.environ if environ is None else environ
+        if only_missing:
+            return presence.missing(Path(root), modules, env, Path(cwd))
         return presence.advice(Path(root), modules, env, Path(cwd))
     except Exception as error:  # a hint must never hide the status's own message
+        if only_missing:
+            return ""
         return (
             f"(could not tell whether the hook is installed: {error}) With the person's consent, "
             f"install it: python3 {os.path.join(installer, 'install.py')} --host <host>"

@@ -90,3 +90,33 @@ def test_a_folder_of_no_host_asks_for_the_host_by_name(tmp_path):
     said = run(folder, [sys.executable, str(folder / "skill" / "status.py")], home, project)
     assert said.returncode == 2
     assert "--host <claude|codex|copilot|cursor|gemini|opencode|qwen>" in said.stderr, said.stderr
+
+
+def test_a_report_of_another_hosts_session_says_this_host_has_no_hook(tmp_path, guard_env):
+    """The person's Claude Code is guarded; the agent now runs in Codex, whose copy of the skill
+    has no hook: the report shown is Claude Code's session, and status.py says so."""
+    home, project = guard_env.home, tmp_path / "project"
+    project.mkdir()
+    guard_env.run(
+        {
+            "session_id": "claude-1",
+            "transcript_path": None,
+            "cwd": str(project),
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "ls"},
+            "tool_use_id": "t1",
+        }
+    )
+    folder = copy_skill(home / ".codex" / "skills" / "runaway-guard")
+    env = {**guard_env.env, "PATH": os.environ["PATH"]}
+    said = subprocess.run(
+        [sys.executable, str(folder / "skill" / "status.py")],
+        cwd=str(project),
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert said.returncode == 0 and "claude-1" in said.stdout, said
+    assert "recorded by another install" in said.stderr
+    assert "hook is NOT installed for Codex" in said.stderr, said.stderr
