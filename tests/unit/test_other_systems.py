@@ -25,7 +25,7 @@ def fake_ps(argv, environ=None):
     if pid not in PS:
         return ""
     parent, comm, args = PS[pid]
-    if "ppid=,comm=" in argv:
+    if "comm=" in argv:
         return f"{parent:>6} {comm}\n"
     return args + "\n"
 

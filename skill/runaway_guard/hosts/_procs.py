@@ -52,7 +52,8 @@ def from_ps(pid):
     """(parent pid, argv) as `ps` shows it (macOS, BSD): argv[0] is the program's path
     (`comm`, whole even with spaces in it), the rest the arguments `args` shows after it, split
     at spaces (ps cannot tell them apart: enough to name a subcommand)."""
-    head = output(["ps", "-o", "ppid=,comm=", "-p", str(pid)]).strip()
+    # one -o each: BSD's ps takes `=` (an empty header) only on a list's last keyword
+    head = output(["ps", "-ww", "-o", "ppid=", "-o", "comm=", "-p", str(pid)]).strip()
     parent, _, program = head.partition(" ")
     program = program.strip()
     if not parent.isdigit() or not program:
