@@ -152,3 +152,36 @@ def test_without_posix_and_its_locks_the_guard_still_refuses_the_loop(guard_env)
     assert kinds(json.loads(done.stdout)) == [None] * 5 + ["deny"]
     log = guard_env.state_dir / "hook.log"
     assert not log.exists() or "fail-open" not in log.read_text()
+
+
+SELF_CHECK_NO_POSIX = """
+import os, sys, tempfile  # tempfile (shutil) imports posix on this system, not the guard's fs
+sys.modules["posix"] = None
+sys.modules["nt"] = os
+sys.argv = [{guard!r}, "--self-check", "--host", "codex"]
+sys.path.insert(0, {skill!r})
+__file__ = sys.argv[0]
+exec(compile(open(__file__).read(), __file__, "exec"))
+"""
+
+
+def test_the_self_check_names_what_this_system_lacks(guard_env):
+    script = SELF_CHECK_NO_POSIX.format(guard=str(SKILL / "guard.py"), skill=str(SKILL))
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=guard_env.env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("runaway-guard works: codex refused a repeated call; ")
+    assert "on this system, no file locks" in done.stdout
+    here = subprocess.run(
+        [sys.executable, str(SKILL / "guard.py"), "--self-check", "--host", "codex"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=guard_env.env,
+    )
+    assert here.stdout == "runaway-guard works: codex refused a repeated call\n"
