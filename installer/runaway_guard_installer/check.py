@@ -102,6 +102,9 @@ def check_target(target: Target, env: Mapping[str, str], out) -> bool:
         called = target.host.INSTALL["plugin"].get("called", "plugin")
         for place in where:
             print(f"runaway-guard runs as {target.host.LABEL}'s {called}: {place}", file=out)
+        trust = getattr(target.host, "plugin_check_note", None)
+        if trust:
+            print(trust(env), file=out)
         if not hook_present(target):
             print(f"ok: the {called} runs the guard (the installer hook is not there).", file=out)
             return True

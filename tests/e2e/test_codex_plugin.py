@@ -89,7 +89,12 @@ def test_codex_plugin_trusted_guards_exec_then_remove_leaves_no_hook(tmp_path):
         assert codex.marker() == ["x"] * 6 and not blocked_outputs(run)
         (codex.person.project / "ran.txt").unlink()
 
+        check = codex.person.check("codex", CODEX_HOME=codex.home.path)
+        assert "no trust record for the plugin's hook" in check.stdout, check.stdout
         codex.trust_in_the_tui()
+        check = codex.person.check("codex", CODEX_HOME=codex.home.path)
+        assert "ok: the plugin runs the guard" in check.stdout, check.stdout
+        assert "the plugin's hook has a trust record" in check.stdout
         phases.script = Script([sh(LOOP) for _ in range(8)], stop_after=2)
         run = codex.run_trusted()
         assert codex.marker() == ["x"] * 5, run.stdout[-3000:]  # the 6th refused

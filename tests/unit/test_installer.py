@@ -896,3 +896,16 @@ def test_a_plugin_the_hosts_command_installed_means_no_second_hook(
     assert not (home / settings).exists()
     code, out = run(["--host", host, "--check"], env, source)
     assert code == 0 and f"ok: the {called} runs the guard" in out
+
+
+def test_the_check_of_a_codex_plugin_says_whether_its_hook_is_trusted(tmp_path, source, home):
+    env = {"HOME": str(home)}
+    (home / ".codex" / "plugins" / "cache" / "runaway-guard" / "runaway-guard").mkdir(parents=True)
+    code, out = run(["--host", "codex", "--check"], env, source)
+    assert "no trust record for the plugin's hook" in out, out
+    key = "runaway-guard@runaway-guard:plugin.json#hooks[0]:pre_tool_use:0:0"
+    (home / ".codex" / "config.toml").write_text(
+        f'[hooks.state]\n[hooks.state."{key}"]\ntrusted_hash = "sha256:00"\n'
+    )
+    code, out = run(["--host", "codex", "--check"], env, source)
+    assert code == 0 and "the plugin's hook has a trust record" in out, out

@@ -88,6 +88,10 @@ INSTALL = {
 }
 
 
+# Where Codex keeps the trust of the plugin's one hook (its manifest's hooks[0], PreToolUse).
+PLUGIN_HOOK_KEY = "runaway-guard@runaway-guard:plugin.json#hooks[0]:pre_tool_use:0:0"
+
+
 def check_note(settings_path, handler, position, group, environ):
     """For `install.py --check`, best effort: does config.toml hold a trusted hash for this hook?
 
@@ -134,6 +138,29 @@ def check_note(settings_path, handler, position, group, environ):
         f"Codex trust: no trust record found in {config}: if Codex has not been told to trust "
         "the hook, it does not run. Open /hooks in codex and trust it (this check is best "
         "effort: the format is internal to Codex)."
+    )
+
+
+def plugin_check_note(environ):
+    """For `install.py --check` of the plugin: has the person trusted its hook? Codex records
+    it in config.toml under the plugin's key (seen on 0.171.0; the hashes cover the hook and the
+    plugin's files, so only the record's presence is checked here)."""
+    codex_home = environ.get("CODEX_HOME") or fs.join(
+        environ.get("HOME") or fs.expanduser("~"), ".codex"
+    )
+    config = fs.join(codex_home, "config.toml")
+    key = f'[hooks.state."{PLUGIN_HOOK_KEY}"]'
+    try:
+        with open(config, encoding="utf-8") as handle:
+            trusted = any(line.strip() == key for line in handle)
+    except (OSError, ValueError):
+        trusted = False
+    if trusted:
+        return f"Codex trust: the plugin's hook has a trust record in {config}."
+    return (
+        f"Codex trust: no trust record for the plugin's hook in {config}: it does not run until "
+        'you trust it (start codex: "Hooks need review" → "Trust all and continue", or '
+        "/hooks → t)."
     )
 
 
