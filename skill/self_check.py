@@ -177,8 +177,23 @@ def main():
     except Exception as error:  # a module loaded but is not what the hook needs
         _broken(f"the self-check failed: {_where(error)}")
     each = " each" if len(names) > 1 else ""
-    print(f"runaway-guard works: {', '.join(names)}{each} refused a repeated call", flush=True)
+    limits = "".join(f"; on this system, {limit}" for limit in _system_limits())
+    print(f"runaway-guard works: {', '.join(names)}{each} refused a repeated call{limits}")
+    sys.stdout.flush()
     sys.exit(0)
+
+
+def _system_limits():
+    """What the guard does without here (README, "Operating systems"): it still refuses."""
+    fs = _load("runaway_guard.fs")
+    limits = []
+    if fs.lockf is None:
+        limits.append("no file locks: tool calls made at the same moment may lose an update")
+    if sys.platform == "win32":
+        limits.append("a stop is a refusal only: no host is interrupted on Windows")
+    elif not fs.isdir("/proc/self"):
+        limits.append("the host's process is found with ps (the rollout check needs /proc)")
+    return limits
 
 
 def _refused(wanted):

@@ -117,6 +117,7 @@ def main(argv=None):
             print(report.to_json(status))
         else:
             print(render.render(status), end="")
+        _note_missing_hook()
         return 0
     except sessions.StatusError as error:
         print(f"status.py: {error}", file=sys.stderr)
@@ -146,6 +147,19 @@ def _statusline():
     from runaway_guard import load
 
     load("runaway_guard.statusline").main()  # from its bundle, as the hook's modules; exits 0
+
+
+def _note_missing_hook():
+    """The report is of a session another install recorded: say so when this skill's own host
+    runs no hook (runaway_guard/setup_hint.py)."""
+    from runaway_guard import setup_hint
+
+    missing = setup_hint.advice(os.getcwd(), only_missing=True)
+    if missing:
+        print(
+            f"status.py: the session above was recorded by another install. {missing}",
+            file=sys.stderr,
+        )
 
 
 def _team_sync(settings, as_json):

@@ -102,7 +102,10 @@ def check_target(target: Target, env: Mapping[str, str], out) -> bool:
         called = target.host.INSTALL["plugin"].get("called", "plugin")
         for place in where:
             print(f"runaway-guard runs as {target.host.LABEL}'s {called}: {place}", file=out)
-        if not _hook_present(target):
+        trust = getattr(target.host, "plugin_check_note", None)
+        if trust:
+            print(trust(env), file=out)
+        if not hook_present(target):
             print(f"ok: the {called} runs the guard (the installer hook is not there).", file=out)
             return True
         print(
@@ -140,7 +143,7 @@ def check_target(target: Target, env: Mapping[str, str], out) -> bool:
     return ok
 
 
-def _hook_present(target: Target) -> bool:
+def hook_present(target: Target) -> bool:
     """Whether the installer's hook is in the target's settings (or its own file exists)."""
     entry = target.entry
     if entry["kind"] == "owned-file":

@@ -1,4 +1,6 @@
-"""The installed skill folder: SKILL.md, skill/ and references/, copied as one folder.
+"""The installed skill folder: SKILL.md, skill/, references/ and installer/, copied as one
+folder. The installer goes with the skill so that any copy of it (one an agent copied into
+another host's skills folder included) can install its own hook: SKILL.md, "Installing".
 
 A fresh copy is staged beside the target and swapped in; uninstall never removes a folder that
 is a symlink, a git checkout or the source tree itself.
@@ -15,7 +17,7 @@ from .settings_file import InstallError
 
 SKILL_NAME = "runaway-guard"
 # What is copied from the source tree into the installed folder.
-SKILL_ITEMS = ("SKILL.md", "skill", "references")
+SKILL_ITEMS = ("SKILL.md", "skill", "references", "installer")
 SKIP_NAMES = {"__pycache__", ".DS_Store"}
 SKIP_SUFFIXES = (".pyc", ".pyo")
 

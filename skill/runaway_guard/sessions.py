@@ -99,10 +99,11 @@ def find_session(state_dir, session=None, cwd=None):
             raise StatusError(f"{session!r} matches more than one session: {names}")
         return max(matches, key=lambda item: last_seen(item[1]))
     if not sessions:
+        from . import setup_hint
+
         raise StatusError(
-            f"runaway-guard has not seen any session yet (state in {state_dir}).\n"
-            "It records a session at its first tool call once the hook is installed: "
-            "python3 installer/install.py --host all"
+            f"runaway-guard has not seen any session yet (state in {state_dir}): its hook "
+            "records a session at its first tool call.\n" + setup_hint.advice(cwd or os.getcwd())
         )
     root = project_root(cwd or os.getcwd())
     here = [item for item in sessions if _inside(item[1].get("cwd"), root)]

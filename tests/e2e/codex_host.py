@@ -438,10 +438,23 @@ class CodexTui:
     shows, ``tui.wait_for(text)`` waits until it shows ``text``, ``tui.type(text)`` types a
     prompt and Enter, ``tui.alive`` tells whether codex still runs. ``in_tmux=False`` starts
     codex without ``TMUX``/``TMUX_PANE`` in its environment: as if its terminal were not tmux.
-    The tmux server (and codex with it) is killed on exit. Needs ``tmux`` on PATH.
+    ``bypass_hook_trust=False``: hooks run only once trusted (the TUI asks at its start). An
+    empty ``prompt`` starts it idle; ``extra_args`` go before the prompt (``--no-daemon``: no
+    background app server that outlives the TUI). The tmux server (and codex with it) is killed
+    on exit. Needs ``tmux`` on PATH.
     """
 
-    def __init__(self, home, project, prompt, env=None, in_tmux=True, binary=None):
+    def __init__(
+        self,
+        home,
+        project,
+        prompt,
+        env=None,
+        in_tmux=True,
+        binary=None,
+        bypass_hook_trust=True,
+        extra_args=(),
+    ):
         self.home = home
         self.project = Path(project)
         self.project.mkdir(parents=True, exist_ok=True)
@@ -457,7 +470,10 @@ class CodexTui:
         run_env.setdefault("RUST_LOG", "error")
         run_env.update(env or {})
         self.env = run_env
-        argv = [binary, "--dangerously-bypass-hook-trust", "-s", "danger-full-access", prompt]
+        argv = [binary, "-s", "danger-full-access"]
+        if bypass_hook_trust:
+            argv.append("--dangerously-bypass-hook-trust")
+        argv += [*extra_args, prompt] if prompt else list(extra_args)
         command = " ".join(shlex.quote(arg) for arg in argv)
         if not in_tmux:
             command = "env -u TMUX -u TMUX_PANE " + command
@@ -491,6 +507,12 @@ class CodexTui:
         self._tmux("send-keys", "-t", "codex", "-l", text)
         time.sleep(0.3)
         self._tmux("send-keys", "-t", "codex", "Enter")
+
+    def keys(self, *keys):
+        """Press keys (tmux names: ``Down``, ``Enter``, ``Escape``), one at a time."""
+        for key in keys:
+            self._tmux("send-keys", "-t", "codex", key)
+            time.sleep(0.3)
 
     @property
     def alive(self):

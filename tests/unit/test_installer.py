@@ -878,12 +878,38 @@ def test_a_project_plugin_counts_for_project_scope_only(tmp_path, source, home):
     assert not (project / ".claude" / "settings.local.json").exists()
 
 
-def test_an_installed_gemini_extension_means_no_second_hook(tmp_path, source, home):
+# Where each host's own command puts the plugin (Codex: plugins/cache/<marketplace>/<plugin>/
+# <version>), and what the installer then says instead of adding a hook.
+HOST_PLUGINS = [
+    ("gemini", ".gemini/extensions/runaway-guard", ".gemini/settings.json",
+     "Gemini CLI's extension", "gemini extensions uninstall runaway-guard", "extension"),
+    ("codex", ".codex/plugins/cache/runaway-guard/runaway-guard/0.1.0", ".codex/hooks.json",
+     "Codex's plugin", "codex plugin remove runaway-guard@runaway-guard", "plugin"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("host, folder, settings, label, remove, called", HOST_PLUGINS)
+def test_a_plugin_the_hosts_command_installed_means_no_second_hook(
+    tmp_path, source, home, host, folder, settings, label, remove, called
+):
     env = {"HOME": str(home)}
-    (home / ".gemini" / "extensions" / "runaway-guard").mkdir(parents=True)
-    code, out = run(["--host", "gemini"], env, source)
-    assert code == 0 and "installed as Gemini CLI's extension" in out, out
-    assert "`gemini extensions uninstall runaway-guard`" in out
-    assert not (home / ".gemini" / "settings.json").exists()
-    code, out = run(["--host", "gemini", "--check"], env, source)
-    assert code == 0 and "ok: the extension runs the guard" in out
+    (home / folder).mkdir(parents=True)
+    code, out = run(["--host", host], env, source)
+    assert code == 0 and f"installed as {label}" in out, out
+    assert f"`{remove}`" in out
+    assert not (home / settings).exists()
+    code, out = run(["--host", host, "--check"], env, source)
+    assert code == 0 and f"ok: the {called} runs the guard" in out
+
+
+def test_the_check_of_a_codex_plugin_says_whether_its_hook_is_trusted(tmp_path, source, home):
+    env = {"HOME": str(home)}
+    (home / ".codex" / "plugins" / "cache" / "runaway-guard" / "runaway-guard").mkdir(parents=True)
+    code, out = run(["--host", "codex", "--check"], env, source)
+    assert "no trust record for the plugin's hook" in out, out
+    key = "runaway-guard@runaway-guard:plugin.json#hooks[0]:pre_tool_use:0:0"
+    (home / ".codex" / "config.toml").write_text(
+        f'[hooks.state]\n[hooks.state."{key}"]\ntrusted_hash = "sha256:00"\n'
+    )
+    code, out = run(["--host", "codex", "--check"], env, source)
+    assert code == 0 and "the plugin's hook has a trust record" in out, out

@@ -1,9 +1,20 @@
 """The host process a hook runs under, for ending a run out of band (a host's end_run).
 
-Imported only when a stop is made: nothing here is on the path of an ordinary call.
+Imported only when a stop is made: nothing here is on the path of an ordinary call. Linux reads
+/proc; macOS and the BSDs ask `ps`; Windows is never signalled (unsupported() says why), so
+there a stop is the refusal alone, with its `stop` line in hook.log.
 """
 
+import sys
+
 from .. import fs
+
+
+def unsupported():
+    """Why no run can be ended from outside on this system, or None where it can."""
+    if sys.platform == "win32":
+        return "Windows has no Ctrl-C for another process (os.kill would terminate it)"
+    return None
 
 
 def nearest(names, limit=16):
@@ -34,10 +45,23 @@ def process(pid):
     except (OSError, ValueError, IndexError):
         if fs.isdir("/proc/self"):
             return None
-    fields = output(["ps", "-ww", "-o", "ppid=", "-o", "args=", "-p", str(pid)]).split()
-    if len(fields) < 2 or not fields[0].isdigit():
+    return from_ps(pid)
+
+
+def from_ps(pid):
+    """(parent pid, argv) as `ps` shows it (macOS, BSD): argv[0] is the program's path
+    (`comm`, whole even with spaces in it), the rest the arguments `args` shows after it, split
+    at spaces (ps cannot tell them apart: enough to name a subcommand)."""
+    # one -o each: BSD's ps takes `=` (an empty header) only on a list's last keyword
+    head = output(["ps", "-ww", "-o", "ppid=", "-o", "comm=", "-p", str(pid)]).strip()
+    parent, _, program = head.partition(" ")
+    program = program.strip()
+    if not parent.isdigit() or not program:
         return None
-    return int(fields[0]), fields[1:]
+    line = output(["ps", "-ww", "-o", "args=", "-p", str(pid)]).strip()
+    # after the program's path, or after the first word when it was started under another name
+    cut = len(program) if line.startswith(program) else len(line.split(" ", 1)[0])
+    return int(parent), [program, *line[cut:].split()]
 
 
 def holds(pid, path):

@@ -61,7 +61,34 @@ INSTALL = {
         "`codex exec --trust` once there).",
     ),
     "after_uninstall": "Codex forgets the hook on its next start.",
+    # The repository is a Codex plugin too (0.171.0 reads Claude Code's marketplace.json, but
+    # prefers .codex-plugin/plugin.json and ignores the hooks of Claude's plugin.json: it wants
+    # them one level down, under "hooks"). ${PLUGIN_ROOT} is replaced by the plugin's copy in
+    # plugins/cache/<marketplace>/<plugin>/<version>, which `codex plugin remove` deletes. Its
+    # hook needs the person's trust, like the installer's (README, Codex). No skill: Codex does
+    # not list a plugin root's own SKILL.md as a skill ("skills": "./" lists nothing on 0.171.0).
+    "plugin": {
+        "manifests": {
+            ".codex-plugin/plugin.json": {
+                "name": "{name}",
+                "version": "{version}",
+                "description": "{description}",
+                "author": {"name": "{author}"},
+                "license": "{license}",
+                "hooks": {"hooks": "{hooks}"},
+            },
+        },
+        "root": "${PLUGIN_ROOT}",
+        "folder": "plugins/cache/{name}/{name}",
+        "id": "{name}@{name}",
+        "install": ("codex plugin marketplace add {source}", "codex plugin add {id}"),
+        "uninstall": ("codex plugin remove {id}", "codex plugin marketplace remove {name}"),
+    },
 }
+
+
+# Where Codex keeps the trust of the plugin's one hook (its manifest's hooks[0], PreToolUse).
+PLUGIN_HOOK_KEY = "runaway-guard@runaway-guard:plugin.json#hooks[0]:pre_tool_use:0:0"
 
 
 def check_note(settings_path, handler, position, group, environ):
@@ -110,6 +137,29 @@ def check_note(settings_path, handler, position, group, environ):
         f"Codex trust: no trust record found in {config}: if Codex has not been told to trust "
         "the hook, it does not run. Open /hooks in codex and trust it (this check is best "
         "effort: the format is internal to Codex)."
+    )
+
+
+def plugin_check_note(environ):
+    """For `install.py --check` of the plugin: has the person trusted its hook? Codex records
+    it in config.toml under the plugin's key (seen on 0.171.0; the hashes cover the hook and the
+    plugin's files, so only the record's presence is checked here)."""
+    codex_home = environ.get("CODEX_HOME") or fs.join(
+        environ.get("HOME") or fs.expanduser("~"), ".codex"
+    )
+    config = fs.join(codex_home, "config.toml")
+    key = f'[hooks.state."{PLUGIN_HOOK_KEY}"]'
+    try:
+        with open(config, encoding="utf-8") as handle:
+            trusted = any(line.strip() == key for line in handle)
+    except (OSError, ValueError):
+        trusted = False
+    if trusted:
+        return f"Codex trust: the plugin's hook has a trust record in {config}."
+    return (
+        f"Codex trust: no trust record for the plugin's hook in {config}: it does not run until "
+        'you trust it (start codex: "Hooks need review" → "Trust all and continue", or '
+        "/hooks → t)."
     )
 
 
@@ -199,6 +249,9 @@ def end_run(call, environ, note):
     """
     from . import _procs
 
+    if _procs.unsupported():
+        note(f"deny only: {_procs.unsupported()}")
+        return
     found = _procs.nearest(("codex", "codex.exe"))
     if found is None:
         note("deny only: no codex process among the hook's ancestors")

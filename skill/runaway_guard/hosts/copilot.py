@@ -189,8 +189,11 @@ def end_run(call, environ, note):
     """SIGINT the `copilot -p` process this hook runs under: the run ends as after Ctrl-C
     ("Operation aborted by user", no further model request; seen on 1.0.102). An interactive
     session is never signalled (it would close): its stop is the ask render() gives."""
-    from ._procs import nearest
+    from ._procs import nearest, unsupported
 
+    if unsupported():
+        note(f"deny only: {unsupported()}")
+        return
     found = nearest(("copilot", "copilot.exe"))
     if not found or not _prompt_mode(found[1]):
         note("deny only: no `copilot -p` among the hook's ancestors (the person answers the ask)")
