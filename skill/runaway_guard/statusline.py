@@ -61,8 +61,19 @@ def line(data, environ=fs.environ, host=None):
     if settings.daily_usd or daily:
         today = f"today {money(usd(daily))}"
         parts.append(today + (f" / {money(settings.daily_usd)}" if settings.daily_usd else ""))
+    project = _project_day(state)
+    if settings.project_daily_usd and project is not None:
+        parts.append(f"project {money(usd(project))} / {money(settings.project_daily_usd)}")
     parts.append(_standing(state))
     return " · ".join(parts)
+
+
+def _project_day(state):
+    """The project's spend today as the guard's last call of this session summed it
+    (projects.track), or None when the state has no project."""
+    record = state.get("project") if state else None
+    totals = record.get("totals") if isinstance(record, dict) else None
+    return _pico(totals.get("day")) if isinstance(totals, dict) else None
 
 
 def _standing(state):
@@ -75,8 +86,8 @@ def _standing(state):
     if isinstance(blocked, dict):
         wire = blocked.get("wire")
         return f"stopped: {wire if isinstance(wire, str) else 'unknown'}"[:60]
-    warned = state.get("warned")
-    return "warned" if isinstance(warned, dict) and warned else "ok"
+    warned = state.get("warned")  # a wire's cap once warned about (a project's: in a dict)
+    return "warned" if isinstance(warned, dict) and any(warned.values()) else "ok"
 
 
 def _state(state_dir, session_id, host):

@@ -66,6 +66,15 @@ def test_the_line_follows_spend_warning_and_stop(world):
     assert line(world, claude_payload(session), **env).endswith(" · stopped: session\n")
 
 
+def test_the_line_shows_the_projects_day_under_a_project_cap(world):
+    session = Claude(world, world.project("proj"), "s-project")
+    env = {"RUNAWAY_GUARD_PROJECT_DAILY_USD": "5"}
+    session.call(**env)
+    shown = line(world, claude_payload(session), **env)
+    assert f" · project ${BIG_USD:.2f} / $5.00 · ok" in shown
+    assert " · project " not in line(world, claude_payload(session))  # no cap, not shown
+
+
 def test_the_line_reads_no_session_file(world):
     """The host's own figure and transcript are not the guard's: only its state counts."""
     session = Claude(world, world.project("proj"), "s-files")
