@@ -127,13 +127,7 @@ def render(status, now=None):
     out.extend(_table("By model", status["by_model"], spent))
     out.extend(_table("By agent", status["by_agent"], spent))
     if status["unpriced_models"]:
-        out.extend(
-            wrap(
-                "Unknown to the price table, priced at their family's dearest model: "
-                + ", ".join(status["unpriced_models"]),
-                "  ",
-            )
-        )
+        out.extend(wrap("Not in the price table as written: " + _priced_as(status), "  "))
     out.append("")
 
     limits = status["limits"]
@@ -322,3 +316,15 @@ def render_today(today):
     out.append("")
     out.append(f"Details of one: {controls.status_command()} --session <session>")
     return "\n".join(out) + "\n"
+
+
+def _priced_as(status):
+    """Each unpriced model and what it was priced as: a listed model, or its family's ceiling."""
+    said = []
+    for model in status["unpriced_models"]:
+        priced_as = status.get("priced_as", {}).get(model, "ceiling")
+        if priced_as == "ceiling":
+            said.append(f"{model} (priced at its family's dearest rates)")
+        else:
+            said.append(f"{model} (priced as {priced_as})")
+    return ", ".join(said)

@@ -224,6 +224,7 @@ def build(path, state, state_dir, environ=os.environ, now=None):
         "off": off,
         "off_by": "session" if state.get("off") else "config" if settings.off else None,
         "unpriced_models": [m for m in state.get("unpriced") or [] if isinstance(m, str)],
+        "priced_as": _priced_as(state),
         "config_problems": problems,
         "runs_twice": bool(state.get("twice")),
         "forecast": forecast(state, cap, daily, settings.daily_usd, now),
@@ -303,3 +304,12 @@ def today_rows(state_dir, environ=os.environ, now=None):
 
 def to_json(value):
     return json.dumps(value, indent=2, sort_keys=False)
+
+
+def _priced_as(state):
+    """{unpriced model id: the listed model it was priced as, or "ceiling"}; a state from before
+    this was recorded, or a hostile one, gives what it holds of it."""
+    found = state.get("priced_as")
+    if not isinstance(found, dict):
+        return {}
+    return {m: p for m, p in found.items() if isinstance(m, str) and isinstance(p, str)}
