@@ -31,9 +31,10 @@ DEFAULTS = {
     "team_monthly_usd": 0.0,
     "person_daily_usd": 0.0,
     "team_refresh_s": 20.0,
+    "max_window_share": 0.0,  # of a plan's usage window (plans.py)
 }
 # Caps where 0 means "no cap": tightening a 0 means setting one.
-_CAPS = ("max_usd", "daily_usd", "team_monthly_usd", "person_daily_usd")
+_CAPS = ("max_usd", "daily_usd", "team_monthly_usd", "person_daily_usd", "max_window_share")
 _COUNTS = ("max_failures", "max_repeats")
 _USER_ONLY = ("team_refresh_s",)  # numbers a project file may not set at all
 # What each number takes, (lowest, highest, how to say it): anything else, huge, infinite,
@@ -45,12 +46,21 @@ _RANGES = {
     "warn_at": (0, 1, "give a share above 0, at most 1"),
     **dict.fromkeys(_COUNTS, (1, MAX_COUNT, f"give a whole number from 1 to {MAX_COUNT:,}")),
     "team_refresh_s": (1, 3600, "give seconds from 1 to 3600"),
+    "max_window_share": (0, 1, "give a share from 0 (no cap) to 1"),
 }
 _NAMED_KEYS = 5  # keys a problem line names one by one, per file and kind of problem
 _LONG_DIGITS = 100  # an integer literal this long that json cannot read is only a bad value
 # Team budgets (team.py): who and where, from the user's file or the environment only.
 TEAM_TEXTS = ("team", "user", "pushgateway_url", "prometheus_url")
-_KNOWN_FILE_KEYS = (*DEFAULTS, *TEAM_TEXTS, "team_fail_closed", "state_dir", "off", "interrupt")
+_KNOWN_FILE_KEYS = (
+    *DEFAULTS,
+    *TEAM_TEXTS,
+    "team_fail_closed",
+    "state_dir",
+    "off",
+    "interrupt",
+    "plan",
+)
 # A flag's value that guards more, when a file gives it twice (_merge).
 _GUARDING_FLAG = {"off": False, "interrupt": True, "team_fail_closed": True}
 _FILE_TYPE, _REGULAR = 0o170000, 0o100000  # st_mode's file type bits, and a regular file's
@@ -69,6 +79,8 @@ class Config:
         self.team_monthly_usd = values["team_monthly_usd"]
         self.person_daily_usd = values["person_daily_usd"]
         self.team_refresh_s = values["team_refresh_s"]
+        self.max_window_share = values["max_window_share"]
+        self.plan = frozenset()  # the hosts the person runs on a plan (plans.setting)
         # Team budgets: all None (and team_fail_closed False) unless a team is fully configured.
         self.team = self.user = self.pushgateway_url = self.prometheus_url = None
         self.team_fail_closed = False
@@ -393,7 +405,7 @@ def load(cwd=None, environ=fs.environ):
     project_path = _find_project_file(cwd)
     if project_path:
         project = _read_file(project_path, problems)[0] or {}
-        for key in ("off", "state_dir", *TEAM_TEXTS):
+        for key in ("off", "state_dir", "plan", *TEAM_TEXTS):
             if key in project:
                 problems.append(f"{project_path}: {key} can only be set by the user; ignored")
         for key in DEFAULTS:
@@ -427,6 +439,10 @@ def load(cwd=None, environ=fs.environ):
     )
     if environ.get(PREFIX + "TEAM") or user.get("team"):
         _team(settings, user, project, environ, problems, user_path)
+    if environ.get(PREFIX + "PLAN") or "plan" in user:
+        from . import plans
+
+        settings.plan = plans.setting(user, user_path, environ, problems)
     return settings
 
 

@@ -128,6 +128,7 @@ def render(status, now=None):
     out.extend(_table("By agent", status["by_agent"], spent))
     if status["unpriced_models"]:
         out.extend(wrap("Not in the price table as written: " + _priced_as(status), "  "))
+    out.extend(_plan_lines(status))
     out.append("")
 
     limits = status["limits"]
@@ -328,3 +329,27 @@ def _priced_as(status):
         else:
             said.append(f"{model} (priced as {priced_as})")
     return ", ".join(said)
+
+
+def _plan_lines(status):
+    """On a plan: the dollar caps do not apply, the figure is the API's; and each usage window
+    the host recorded, with the share used."""
+    lines = []
+    if status.get("plan"):
+        lines.extend(
+            wrap(
+                "On a plan: no money is paid per token, the dollar caps do not apply; "
+                f"{money(status['spend_usd'])} is what the same tokens cost on the API.",
+                "  ",
+            )
+        )
+    windows = status.get("plan_windows") or {}
+    for window in windows.get("windows") or ():
+        minutes = window["window_minutes"]
+        span = f"{minutes // 60} h" if minutes and minutes % 60 == 0 else f"{minutes} min"
+        plan = windows.get("plan_type") or "plan"
+        line = f"  {plan} {window['window']} window ({span}): {window['used_share']:.0%} used"
+        if windows.get("max_window_share"):
+            line += f", cap {windows['max_window_share']:.0%}"
+        lines.append(line)
+    return lines

@@ -149,7 +149,7 @@ def build(path, state, state_dir, environ=os.environ, now=None):
 
     refusing = []
     if not off:
-        if cap and spent >= cap:
+        if cap and spent >= cap and state.get("host") not in settings.plan:
             refusing.append(
                 {
                     "wire": "session",
@@ -225,6 +225,7 @@ def build(path, state, state_dir, environ=os.environ, now=None):
         "off_by": "session" if state.get("off") else "config" if settings.off else None,
         "unpriced_models": [m for m in state.get("unpriced") or [] if isinstance(m, str)],
         "priced_as": _priced_as(state),
+        **_plan_fields(state, settings, spent, now),
         "config_problems": problems,
         "runs_twice": bool(state.get("twice")),
         "forecast": forecast(state, cap, daily, settings.daily_usd, now),
@@ -313,3 +314,13 @@ def _priced_as(state):
     if not isinstance(found, dict):
         return {}
     return {m: p for m, p in found.items() if isinstance(m, str) and isinstance(p, str)}
+
+
+def _plan_fields(state, settings, spent, now):
+    """plan, plan_windows (plans.status) and paid_usd: the money paid per token, spend_usd off a
+    plan, 0 on one (spend_usd is then what the same tokens cost on the API)."""
+    from . import plans
+
+    fields = plans.status(state, settings, now)
+    fields["paid_usd"] = 0.0 if fields["plan"] else spent
+    return fields
