@@ -385,6 +385,67 @@ class Claude(Transcripts):
         return tool_id, writer.response(index, tool_id, {"command": f"echo {step}"}), payload
 
 
+class ClaudeRealWriter(ClaudeWriter):
+    """Claude Code's record mix as published sessions show it (issue 31: 1.1 to 3.0 KB a line,
+    against 6.1 for ClaudeWriter): a response's text and tool-use blocks on separate lines, a
+    short thinking block now and then, tool results of a few KB (a large one rarely), an
+    attachment every few records, no API request logs."""
+
+    def response(self, index, tool_id, command):
+        rng = self.rng
+        msg = f"msg_01Real{index:016d}{self.agent or ''}"
+        request = f"req_01Real{index:016d}{self.agent or ''}"
+        model = "claude-sonnet-4-6" if self.agent else "claude-opus-4-8"
+        usage = self.usage(rng.randint(40, 1200))
+        rows = []
+        if rng.random() < 0.2:
+            thinking = {
+                "type": "thinking",
+                "thinking": body(rng, 100, 1200),
+                "signature": "Eq" + "A" * rng.randint(200, 600),
+            }
+            rows.append(self.assistant(msg, model, thinking, usage, request))
+        if rng.random() < 0.6:
+            text = {"type": "text", "text": body(rng, 40, 600)}
+            rows.append(self.assistant(msg, model, text, usage, request))
+        block = {"type": "tool_use", "id": tool_id, "name": "Bash", "input": command}
+        rows.append(self.assistant(msg, model, block, usage, request))
+        return rows
+
+    def attachment(self):
+        record = self._head()
+        record["attachment"] = {
+            "type": "edited_text_file",
+            "filename": f"{self.cwd}/src/module.py",
+            "snippet": body(self.rng, 100, 1200),
+        }
+        record["type"] = "attachment"
+        return self._tail(record, self._uuid())
+
+    def turn(self, index):
+        rng = self.rng
+        tool_id = f"toolu_01Real{index:016d}{self.agent or ''}"
+        command = {"command": f"pytest -q tests/test_{index % 97}.py", "description": "Run tests"}
+        lines = self.response(index, tool_id, command)
+        big = rng.random() < 0.01
+        output = body(rng, 20_000, 60_000) if big else body(rng, 100, 4_000)
+        lines.append(self.result(tool_id, output, error=rng.random() < 0.1))
+        if index % 3 == 0:
+            lines.append(self.attachment())
+        if index % 9 == 0:
+            lines.append(self.snapshot())
+        return lines
+
+
+@host("claude-real")
+class ClaudeReal(Claude):
+    """Claude Code's session in the real record mix (ClaudeRealWriter): not a host of its own,
+    measured with `--hosts claude-real` (its rows are Claude Code's calls)."""
+
+    def writer(self, rng, project, agent=None):
+        return ClaudeRealWriter(rng, project, agent)
+
+
 # -- Codex --------------------------------------------------------------------------------------
 
 # The usage fields Codex writes, in its order: the reader's own list.
