@@ -10,6 +10,7 @@ import os
 import time
 
 from . import config, controls, ledger, log, sessions
+from .decisions import STOP
 from .money import money, raised_cap, suggest_cap, usd
 
 RECENT_WINDOW = 900.0  # seconds of activity the "recent" burn rate looks back on
@@ -166,6 +167,7 @@ def build(path, state, state_dir, environ=os.environ, now=None):
                     f"{money(settings.daily_usd)}",
                 }
             )
+        refusing.extend(_window_refusal(state, settings, now))
         for name, info in agents.items():
             if info["failures_in_a_row"] >= settings.max_failures:
                 refusing.append(
@@ -324,3 +326,16 @@ def _plan_fields(state, settings, spent, now):
     fields = plans.status(state, settings, now)
     fields["paid_usd"] = 0.0 if fields["plan"] else spent
     return fields
+
+
+def _window_refusal(state, settings, now):
+    """The window cap's stop (plans.window_wire), as a refusing entry: [] when it does not hold."""
+    if not settings.max_window_share:
+        return []
+    from . import plans
+
+    stop = plans.window_wire(state, settings, "", {}, now)
+    if not stop or stop["kind"] != STOP:
+        return []
+    why = stop["person"].replace("runaway-guard stopped the agent: ", "", 1).rstrip(".")
+    return [{"wire": "window", "agent": None, "why": why}]

@@ -197,3 +197,13 @@ def test_on_a_plan_the_dollar_caps_do_not_apply_and_status_says_what_it_is_worth
         ("primary", 1.0),
         ("secondary", 0.12),
     ]
+
+
+def test_status_says_the_window_cap_refuses(tmp_path):
+    state = synced(tmp_path, rollout_lines())
+    env = {"HOME": str(tmp_path), "RUNAWAY_GUARD_MAX_WINDOW_SHARE": "0.9"}
+    status = report.build("s", state, str(tmp_path / "state"), environ=env, now=BEFORE_RESET)
+    assert [entry["wire"] for entry in status["refusing"]] == ["window"]
+    assert "100% of the plan's 5-hour window is used" in status["refusing"][0]["why"]
+    after = report.build("s", state, str(tmp_path / "state"), environ=env, now=RESETS)
+    assert after["refusing"] == []  # the 5-hour window reset; the weekly one is at 12 %
