@@ -272,23 +272,25 @@ class ClaudeWriter:
         """One API response: a thinking row, a text row, the tool_use row, one per content
         block, each with the response's final usage (as 2.1.328 writes them)."""
         rng = self.rng
-        msg = f"msg_01Bench{index:016d}{self.agent or ''}"
-        request = f"req_01Bench{index:016d}{self.agent or ''}"
+        msg = f"msg_01{self.TAG}{index:016d}{self.agent or ''}"
+        request = f"req_01{self.TAG}{index:016d}{self.agent or ''}"
         model = "claude-sonnet-4-6" if self.agent else "claude-opus-4-8"
-        rows = [self.api_request(request, model)]
-        usage = final = self.usage(rng.randint(40, 2500))
-        if rng.random() < 0.7:
+        rows = [self.api_request(request, model)] if self.REQUEST_LOGS else []
+        usage = self.usage(rng.randint(*self.OUTPUT))
+        thinking_share, thinking_size, signature_size = self.THINKING
+        if rng.random() < thinking_share:
             thinking = {
                 "type": "thinking",
-                "thinking": body(rng, 200, 3000),
-                "signature": "Eq" + "A" * rng.randint(300, 1200),
+                "thinking": body(rng, *thinking_size),
+                "signature": "Eq" + "A" * rng.randint(*signature_size),
             }
             rows.append(self.assistant(msg, model, thinking, usage, request))
-        if rng.random() < 0.3:
-            text = {"type": "text", "text": body(rng, 50, 800)}
+        text_share, text_size = self.TEXT_BLOCK
+        if rng.random() < text_share:
+            text = {"type": "text", "text": body(rng, *text_size)}
             rows.append(self.assistant(msg, model, text, usage, request))
         block = {"type": "tool_use", "id": tool_id, "name": "Bash", "input": command}
-        rows.append(self.assistant(msg, model, block, final, request))
+        rows.append(self.assistant(msg, model, block, usage, request))
         return rows
 
     def result(self, tool_id, output, error=False):
@@ -314,7 +316,7 @@ class ClaudeWriter:
         record["attachment"] = {
             "type": "edited_text_file",
             "filename": f"{self.cwd}/src/module.py",
-            "snippet": body(self.rng, 500, 4000),
+            "snippet": body(self.rng, *self.SNIPPET),
         }
         record["type"] = "attachment"
         return self._tail(record, self._uuid())
@@ -342,18 +344,27 @@ class ClaudeWriter:
             }
         )
 
+    # a turn's shape: its ids' tag, a tool result's size (a big one's share and size), and
+    # every how many turns an attachment and a file snapshot come
+    TAG, RESULT, BIG_SHARE, BIG = "Bench", (300, 12_000), 0.02, (100_000, 300_000)
+    ATTACH_EVERY, SNAPSHOT_EVERY, SNIPPET = 5, 7, (500, 4000)
+    # a response's: API request logs, its output tokens, the share of responses with a thinking
+    # block (its size, its signature's) and with a text block (its size)
+    REQUEST_LOGS, OUTPUT = True, (40, 2500)
+    THINKING, TEXT_BLOCK = (0.7, (200, 3000), (300, 1200)), (0.3, (50, 800))
+
     def turn(self, index):
         """One tool call's worth of lines, in the order Claude Code writes them."""
         rng = self.rng
-        tool_id = f"toolu_01Bench{index:016d}{self.agent or ''}"
+        tool_id = f"toolu_01{self.TAG}{index:016d}{self.agent or ''}"
         command = {"command": f"pytest -q tests/test_{index % 97}.py", "description": "Run tests"}
         lines = self.response(index, tool_id, command)
-        big = rng.random() < 0.02
-        output = body(rng, 100_000, 300_000) if big else body(rng, 300, 12_000)
+        big = rng.random() < self.BIG_SHARE
+        output = body(rng, *self.BIG) if big else body(rng, *self.RESULT)
         lines.append(self.result(tool_id, output, error=rng.random() < 0.1))
-        if index % 5 == 0:
+        if index % self.ATTACH_EVERY == 0:
             lines.append(self.attachment())
-        if index % 7 == 0:
+        if index % self.SNAPSHOT_EVERY == 0:
             lines.append(self.snapshot())
         return lines
 
@@ -383,6 +394,27 @@ class Claude(Transcripts):
             "tool_use_id": tool_id,
         }
         return tool_id, writer.response(index, tool_id, {"command": f"echo {step}"}), payload
+
+
+class ClaudeRealWriter(ClaudeWriter):
+    """Claude Code's record mix as published sessions show it (issue 31: 1.1 to 3.0 KB a line,
+    against 6.1 for ClaudeWriter): a response's text and tool-use blocks on separate lines, a
+    short thinking block now and then, tool results of a few KB (a large one rarely), an
+    attachment every few records, no API request logs."""
+
+    TAG, RESULT, BIG_SHARE, BIG = "Real", (100, 4_000), 0.01, (20_000, 60_000)
+    ATTACH_EVERY, SNAPSHOT_EVERY, SNIPPET = 3, 9, (100, 1200)
+    REQUEST_LOGS, OUTPUT = False, (40, 1200)
+    THINKING, TEXT_BLOCK = (0.2, (100, 1200), (200, 600)), (0.6, (40, 600))
+
+
+@host("claude-real")
+class ClaudeReal(Claude):
+    """Claude Code's session in the real record mix (ClaudeRealWriter): not a host of its own,
+    measured with `--hosts claude-real` (its rows are Claude Code's calls)."""
+
+    def writer(self, rng, project, agent=None):
+        return ClaudeRealWriter(rng, project, agent)
 
 
 # -- Codex --------------------------------------------------------------------------------------

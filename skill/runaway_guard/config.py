@@ -36,6 +36,7 @@ DEFAULTS = {
     "project_monthly_usd": 0.0,
     "max_session_hours": 0.0,
     "max_autonomous_minutes": 0.0,
+    "max_window_share": 0.0,  # of a plan's usage window (plans.py)
 }
 # Caps where 0 means "no cap": tightening a 0 means setting one.
 _CAPS = (
@@ -46,6 +47,7 @@ _CAPS = (
     "project_daily_usd",
     "project_weekly_usd",
     "project_monthly_usd",
+    "max_window_share",
 )
 _TIMES = ("max_session_hours", "max_autonomous_minutes")  # 0 means none, as for a cap
 _COUNTS = ("max_failures", "max_repeats")
@@ -61,6 +63,7 @@ _RANGES = {
     "team_refresh_s": (1, 3600, "give seconds from 1 to 3600"),
     "max_session_hours": (0, 8760, "give hours from 0 (none) to 8760"),
     "max_autonomous_minutes": (0, 525600, "give minutes from 0 (none) to 525600"),
+    "max_window_share": (0, 1, "give a share from 0 (no cap) to 1"),
 }
 _NAMED_KEYS = 5  # keys a problem line names one by one, per file and kind of problem
 _LONG_DIGITS = 100  # an integer literal this long that json cannot read is only a bad value
@@ -78,6 +81,7 @@ _KNOWN_FILE_KEYS = (
     "off",
     "interrupt",
     "notify_url",
+    "plan",
 )
 # Where a warning or a stop is sent (notify.py): from the user's file or the environment only.
 NOTIFY_VARIABLE = PREFIX + "NOTIFY_URL"
@@ -106,6 +110,8 @@ class Config:
         self.project_monthly_usd = values["project_monthly_usd"]
         self.max_session_hours = values["max_session_hours"]
         self.max_autonomous_minutes = values["max_autonomous_minutes"]
+        self.max_window_share = values["max_window_share"]
+        self.plan = frozenset()  # the hosts the person runs on a plan (plans.setting)
         # Team budgets: all None (and team_fail_closed False) unless a team is fully configured.
         self.team = self.user = self.pushgateway_url = self.prometheus_url = None
         self.team_fail_closed = False
@@ -432,7 +438,7 @@ def load(cwd=None, environ=fs.environ):
     project_path = _find_project_file(cwd)
     if project_path:
         project = _read_file(project_path, problems)[0] or {}
-        for key in ("off", "state_dir", "notify_url", *TEAM_TEXTS):
+        for key in ("off", "state_dir", "notify_url", "plan", *TEAM_TEXTS):
             if key in project:
                 problems.append(f"{project_path}: {key} can only be set by the user; ignored")
         for key in DEFAULTS:
@@ -469,6 +475,10 @@ def load(cwd=None, environ=fs.environ):
     settings.team_project = _team_project(environ, project, project_path, problems)
     if environ.get(NOTIFY_VARIABLE) or user.get("notify_url"):
         settings.notify_urls = _notify_urls(user, environ, user_path, problems)
+    if environ.get(PREFIX + "PLAN") or "plan" in user:
+        from . import plans
+
+        settings.plan = plans.setting(user, user_path, environ, problems)
     return settings
 
 

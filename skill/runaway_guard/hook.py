@@ -329,7 +329,8 @@ def _daily_spend(state, call, settings):
     the session first spends that day and then at most every DAY_FILE_EVERY_S seconds, which
     saves most calls a locked read, write and rename (0.5 ms)."""
     today = time.strftime("%Y-%m-%d")
-    mine = state["spend"]["day"].get(today, 0)
+    # on a plan no money is paid per token: the session adds nothing to the day's paid spend
+    mine = 0 if state.get("host") in settings.plan else state["spend"]["day"].get(today, 0)
     written = state["daily_written"]
     now = time.time()
     if written.get(today) != mine and (
@@ -354,9 +355,12 @@ def _spend_wires(state, settings, daily, tool, warned):
     raised = raised_cap(state["cap_usd"])  # an earlier version's may be any number
     cap = raised if raised is not None else settings.max_usd
     status = controls.status_command()
+    # on a plan (plans.py) no money is paid per token: the session's dollar cap does not apply
+    paid = state["spend"]["total"] if state.get("host") not in settings.plan else 0
     return [
+        _window_wire(state, settings, tool, warned) if settings.max_window_share else None,
         wires.spend_wire(
-            state["spend"]["total"],
+            paid,
             cap,
             settings.warn_at,
             warned,
@@ -378,6 +382,12 @@ def _spend_wires(state, settings, daily, tool, warned):
         *time_limits.wires(state, settings, tool, warned),
         *text_loops.wires(state, settings.max_repeats),
     ]
+
+
+def _window_wire(state, settings, tool, warned):
+    from . import plans
+
+    return plans.window_wire(state, settings, tool, warned, time.time())
 
 
 def _team_wires(state, settings, tool, warned):

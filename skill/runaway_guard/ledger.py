@@ -547,8 +547,18 @@ class Ledger:
         if self._recent_count() > self._trim_at:
             self._trim_recent()
         self._appended.append(jsonio.dumps(entry) + "\n")
-        if not known_model and model not in self.state["unpriced"]:
+        if known_model is not True:  # not in the table as written (pricing._resolve)
+            self._unlisted(model, known_model)
+
+    def _unlisted(self, model, known_model):
+        """Name a model id the table lacks as written, and what it was priced as: a listed
+        model's key, or "ceiling" (the dearest rates of its family)."""
+        if model not in self.state["unpriced"]:
             self.state["unpriced"].append(model)
+        priced_as = self.state.get("priced_as")
+        if not isinstance(priced_as, dict):
+            priced_as = self.state["priced_as"] = {}
+        priced_as[model] = known_model if isinstance(known_model, str) else "ceiling"
 
     # -- requests the host bills but does not write as responses (compaction, side requests)
 

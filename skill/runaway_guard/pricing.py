@@ -220,7 +220,11 @@ _PARTS = {
 
 def _resolve(table, model, prefix_match):
     """(rates, known): the model's own rates, else the ceiling of its family; remembered per id
-    (a session names a model or two, and reading one prices thousands of its responses)."""
+    (a session names a model or two, and reading one prices thousands of its responses).
+
+    known is True for an id the table lists as written, the key of the listed model whose rates
+    it was given for any other spelling (a date cut off, a provider's prefix, a longer Claude
+    id), False at a ceiling: the status names every id that is not True (ledger.usage)."""
     if not isinstance(model, str):
         return _find_rates(table, model, prefix_match)
     found = table["resolved"].get(model)
@@ -231,10 +235,11 @@ def _resolve(table, model, prefix_match):
 
 def _find_rates(table, model, prefix_match):
     key = table["lookup"].get(model) if isinstance(model, str) else None
-    if key is None and isinstance(model, str):
-        key = table["lookup"].get(_undated(model))
     if key is not None:
         return table["models"][key], True
+    key = table["lookup"].get(_undated(model)) if isinstance(model, str) else None
+    if key is not None:
+        return table["models"][key], key
     from . import unlisted_models
 
     return unlisted_models.find_rates(table, model, prefix_match)
@@ -362,8 +367,8 @@ def _claude_tokens(table, model, usage, speed, split_iterations=True):
 def claude_cost(model: str, usage: dict) -> tuple:
     """(picodollars, known) for one Claude API response, as Claude Code 2.1.328 prices it.
 
-    ``known`` is False when the model (or an advisor or fallback model inside it) is not in the
-    table and was priced at its family's ceiling: the status reports those models.
+    ``known`` is as _resolve's, of the least known model in it (an advisor or fallback model
+    inside it too): the status reports the response's model unless it is True.
     """
     table = _load("claude")
     usage = _dict(usage)
@@ -390,7 +395,7 @@ def claude_cost(model: str, usage: dict) -> tuple:
             flat = {key: hop.get(key) for key in _ITERATION_KEYS}
             cost, hop_known = _claude_tokens(table, hop["model"], flat, speed, False)
             tokens += cost
-            known = known and hop_known
+            known = least_known(known, hop_known)
     else:
         tokens, known = _claude_tokens(table, model, usage, speed)
 
@@ -403,11 +408,18 @@ def claude_cost(model: str, usage: dict) -> tuple:
             table, advisor.get("model"), advisor_usage, None, False
         )
         tokens += cost
-        known = known and advisor_known
+        known = least_known(known, advisor_known)
 
     tenths = _load("geo_tenths") if geo else 10
     picodollars = (tokens * tenths + 5) // 10 + searches * _load("web_search")
     return picodollars, known
+
+
+def least_known(first, second):
+    """Of two models' known (_resolve): a ceiling's False, else a model priced as another's key."""
+    if first is False or second is False:
+        return False
+    return second if first is True else first
 
 
 # ---------------------------------------------------------------------------------------------

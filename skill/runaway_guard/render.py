@@ -128,13 +128,8 @@ def render(status, now=None):
     out.extend(_table("By model", status["by_model"], spent))
     out.extend(_table("By agent", status["by_agent"], spent))
     if status["unpriced_models"]:
-        out.extend(
-            wrap(
-                "Unknown to the price table, priced at their family's dearest model: "
-                + ", ".join(status["unpriced_models"]),
-                "  ",
-            )
-        )
+        out.extend(wrap("Not in the price table as written: " + _priced_as(status), "  "))
+    out.extend(_plan_lines(status))
     out.append("")
 
     limits = status["limits"]
@@ -368,3 +363,39 @@ def render_today(today):
     out.append("")
     out.append(f"Details of one: {controls.status_command()} --session <session>")
     return "\n".join(out) + "\n"
+
+
+def _priced_as(status):
+    """Each unpriced model and what it was priced as: a listed model, or its family's ceiling."""
+    said = []
+    for model in status["unpriced_models"]:
+        priced_as = status.get("priced_as", {}).get(model, "ceiling")
+        if priced_as == "ceiling":
+            said.append(f"{model} (priced at its family's dearest rates)")
+        else:
+            said.append(f"{model} (priced as {priced_as})")
+    return ", ".join(said)
+
+
+def _plan_lines(status):
+    """On a plan: the dollar caps do not apply, the figure is the API's; and each usage window
+    the host recorded, with the share used."""
+    lines = []
+    if status.get("plan"):
+        lines.extend(
+            wrap(
+                "On a plan: no money is paid per token, the dollar caps do not apply; "
+                f"{money(status['spend_usd'])} is what the same tokens cost on the API.",
+                "  ",
+            )
+        )
+    windows = status.get("plan_windows") or {}
+    for window in windows.get("windows") or ():
+        minutes = window["window_minutes"]
+        span = f"{minutes // 60} h" if minutes and minutes % 60 == 0 else f"{minutes} min"
+        plan = windows.get("plan_type") or "plan"
+        line = f"  {plan} {window['window']} window ({span}): {window['used_share']:.0%} used"
+        if windows.get("max_window_share"):
+            line += f", cap {windows['max_window_share']:.0%}"
+        lines.append(line)
+    return lines

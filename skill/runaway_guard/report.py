@@ -10,6 +10,7 @@ import os
 import time
 
 from . import config, controls, ledger, log, projects, sessions, time_limits
+from .decisions import STOP
 from .money import money, raised_cap, suggest_cap, usd
 
 RECENT_WINDOW = 900.0  # seconds of activity the "recent" burn rate looks back on
@@ -149,7 +150,7 @@ def build(path, state, state_dir, environ=os.environ, now=None):
 
     refusing = []
     if not off:
-        if cap and spent >= cap:
+        if cap and spent >= cap and state.get("host") not in settings.plan:
             refusing.append(
                 {
                     "wire": "session",
@@ -166,6 +167,7 @@ def build(path, state, state_dir, environ=os.environ, now=None):
                     f"{money(settings.daily_usd)}",
                 }
             )
+        refusing.extend(_window_refusal(state, settings, now))
         for name, info in agents.items():
             if info["failures_in_a_row"] >= settings.max_failures:
                 refusing.append(
@@ -232,6 +234,8 @@ def build(path, state, state_dir, environ=os.environ, now=None):
         "off": off,
         "off_by": "session" if state.get("off") else "config" if settings.off else None,
         "unpriced_models": [m for m in state.get("unpriced") or [] if isinstance(m, str)],
+        "priced_as": _priced_as(state),
+        **_plan_fields(state, settings, spent, now),
         "config_problems": problems,
         "runs_twice": bool(state.get("twice")),
         "forecast": forecast(state, cap, daily, settings.daily_usd, now),
@@ -343,3 +347,35 @@ def _project_path(state):
 
 def to_json(value):
     return json.dumps(value, indent=2, sort_keys=False)
+
+
+def _priced_as(state):
+    """{unpriced model id: the listed model it was priced as, or "ceiling"}; a state from before
+    this was recorded, or a hostile one, gives what it holds of it."""
+    found = state.get("priced_as")
+    if not isinstance(found, dict):
+        return {}
+    return {m: p for m, p in found.items() if isinstance(m, str) and isinstance(p, str)}
+
+
+def _plan_fields(state, settings, spent, now):
+    """plan, plan_windows (plans.status) and paid_usd: the money paid per token, spend_usd off a
+    plan, 0 on one (spend_usd is then what the same tokens cost on the API)."""
+    from . import plans
+
+    fields = plans.status(state, settings, now)
+    fields["paid_usd"] = 0.0 if fields["plan"] else spent
+    return fields
+
+
+def _window_refusal(state, settings, now):
+    """The window cap's stop (plans.window_wire), as a refusing entry: [] when it does not hold."""
+    if not settings.max_window_share:
+        return []
+    from . import plans
+
+    stop = plans.window_wire(state, settings, "", {}, now)
+    if not stop or stop["kind"] != STOP:
+        return []
+    why = stop["person"].replace("runaway-guard stopped the agent: ", "", 1).rstrip(".")
+    return [{"wire": "window", "agent": None, "why": why}]

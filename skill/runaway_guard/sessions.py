@@ -124,11 +124,7 @@ def refresh(state_dir, host, session_id, then=None, at_once=False):
         book.lock = ledger.Lock(book.lock.path, attempt=_at_once)
     with book:
         book.sweep = True  # every file, the dormant ones too
-        files = book.state["files"]
-        # a host may keep other files' entries as lists (hosts._files.read_all)
-        main = next(
-            (p for p, e in files.items() if isinstance(e, dict) and e.get("agent") == "main"), None
-        )
+        main = _main_file(book.state)
         if main and host in hosts.NAMES:
             call = Call(host, book.state["session_id"], transcript_path=main)
             hosts.load(host).sync(book, call)
@@ -142,3 +138,15 @@ def _at_once(fd):
         return True
     os.close(fd)
     raise TimeoutError("the session's state is locked by another call")
+
+
+def _main_file(state):
+    """The main agent's session file: among the files followed line by line or, for a host
+    version that rewrites one whole file (Gemini CLI's legacy session-*.json), among those."""
+    for kind in ("files", "legacy"):
+        entries = state.get(kind)
+        # a host may keep other files' entries as lists (hosts._files.read_all)
+        for path, entry in entries.items() if isinstance(entries, dict) else ():
+            if isinstance(entry, dict) and entry.get("agent") == "main":
+                return path
+    return None

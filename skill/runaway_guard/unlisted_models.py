@@ -63,7 +63,7 @@ def find_rates(table, model, prefix_match):
     if key is None and prefix_match and name:
         key = _claude_prefix(table["normalized"], name)
     if key is not None:
-        return table["models"][key], True
+        return table["models"][key], key  # priced as a listed model: said so (ledger.usage)
     family = _family_of(table["families"], name)
     return table["ceilings"].get(family, table["ceilings"][None]), False
 

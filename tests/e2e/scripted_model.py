@@ -426,7 +426,9 @@ class _Handler(BaseHTTPRequestHandler):
         from responses_sse import render  # written by the Codex side; imported lazily
 
         chunks = render(step, request_body(request))
-        self._stream(((0, c) for c in chunks), {"x-request-id": _next_id("req")})
+        # a step's own headers too: Codex reads its plan's usage windows from x-codex-* ones
+        headers = {"x-request-id": _next_id("req"), **step.get("headers", {})}
+        self._stream(((0, c) for c in chunks), headers)
 
     def _chat(self, step: dict, request: dict):
         _sibling_path()

@@ -20,6 +20,7 @@ from scripted_model import (
     ScriptedModel,
     bash,
     is_compaction_request,
+    request_body,
     route_by_marker,
     text,
     tool_use,
@@ -358,10 +359,12 @@ def test_spend_parity_with_total_cost_usd(tmp_path):
 
     with ScriptedModel({"anthropic": slow_all(main), "anthropic_route": route}) as model:
         run = claude.run(model)
+        requests = [request_body(r) for r in model.api_requests("anthropic")]
     result = run.result
     assert result["terminal_reason"] == "completed", result
     compactions = [r for r in records(run) if r.get("subtype") == "compact_boundary"]
     assert compactions, "no compaction happened"
+    assert_compaction_reads_the_cached_prompt(requests)
     assert len(set(result["modelUsage"])) >= 3, result["modelUsage"]
     assert any(r.get("type") == "cost-state" for r in run.records())
     host_total = result["total_cost_usd"]
@@ -374,6 +377,41 @@ def test_spend_parity_with_total_cost_usd(tmp_path):
     assert status["spend_usd"] == pytest.approx(host_total, abs=1e-6)
     assert set(status["by_agent"]) >= {"main"} and len(status["by_agent"]) == 3
     assert status["unpriced_models"] == []
+
+
+def without_cache_marks(value):
+    if isinstance(value, dict):
+        return {k: without_cache_marks(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [without_cache_marks(v) for v in value]
+    return value
+
+
+def assert_compaction_reads_the_cached_prompt(requests):
+    """What the guard's compaction estimate rests on (hosts/claude.py _compaction): the summary
+    request is the thread's previous request (same model, system, tools and messages) with the
+    instruction added to its last message, and it marks its system and its messages for the
+    cache: its prompt is read from the cache that request wrote."""
+    at = next(i for i, body in enumerate(requests) if is_compaction_request(body))
+    summary = without_cache_marks(requests[at])
+    before = next(
+        without_cache_marks(body)
+        for body in reversed(requests[:at])
+        if without_cache_marks(body)["messages"][0] == summary["messages"][0]
+    )
+    for key in ("model", "system", "tools"):
+        assert summary[key] == before[key], key
+    assert summary["messages"][:-1] == before["messages"][:-1]
+    last, earlier = summary["messages"][-1]["content"], before["messages"][-1]["content"]
+    assert last[: len(earlier)] == earlier  # the instruction comes after what was there
+    marked = requests[at]
+    assert any("cache_control" in block for block in marked["system"])
+    assert any(
+        "cache_control" in block
+        for message in marked["messages"][:-1]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+    )
 
 
 def test_installed_in_user_and_project_scope_counts_each_call_once(tmp_path):

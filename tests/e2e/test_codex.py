@@ -448,3 +448,46 @@ def test_tui_outside_tmux_a_stop_is_a_refusal(tmp_path):
             assert session.alive
     assert codex.marker() == ["1", "2"]
     assert "deny only: the Codex TUI" in codex.person.hook_log()
+
+
+def windowed(step: dict, used: int, now: int) -> dict:
+    """A step whose response carries the plan's usage windows, as ChatGPT's backend sends them
+    to Codex (codex-rs/codex-api/src/rate_limits.rs): the 5-hour one at ``used`` %."""
+    headers = {
+        "x-codex-primary-used-percent": str(used),
+        "x-codex-primary-window-minutes": "300",
+        "x-codex-primary-reset-at": str(now + 3 * 3600),
+        "x-codex-secondary-used-percent": "12",
+        "x-codex-secondary-window-minutes": "10080",
+        "x-codex-secondary-reset-at": str(now + 5 * 86400),
+    }
+    return dict(step, headers=headers)
+
+
+def test_on_a_plan_the_window_share_caps_the_run_and_status_shows_it(tmp_path):
+    """A person on a plan (RUNAWAY_GUARD_PLAN=codex) who keeps 30 % of the 5-hour window for
+    later: the dollar cap ($0.01, passed by the first response) does not apply, the window cap
+    (70 %) stops the run at the first call that sees a response that recorded 80 %. Codex
+    0.171.0 writes a response's windows (its token_count event) after the response's calls ran:
+    call k sees the windows of k - 1 responses."""
+    import time
+
+    now = int(time.time())
+    steps = [windowed(sh(f"echo {n} >> ran.txt", DEAR), 20 * n, now) for n in range(1, 8)]
+    with ScriptedModel(serve(Script(steps, IGNORES))) as model:
+        codex = Codex(tmp_path, model.url, plan="codex", max_window_share=0.7, max_usd=0.01)
+        run = codex.run()
+        requests = model.api_requests("openai")
+    # calls 2 to 5 see 20, 40, 60 (past 80 % of the cap: told), 80 % (stopped)
+    assert codex.marker() == ["1", "2", "3", "4"]
+    told = [r for r in requests if "of the plan's 5-hour window" in json.dumps(r["body"])]
+    assert told, "no window warning"
+    status = codex.status(run.thread_id)
+    assert status["blocked"]["wire"] == "window"
+    assert status["plan"] is True and status["paid_usd"] == 0
+    assert status["spend_usd"] > 0.01  # the API-equivalent value, shown beside it
+    windows = {w["window"]: w for w in status["plan_windows"]["windows"]}
+    assert windows["primary"]["used_share"] == 1.0  # the stopped call's response: read after
+    assert windows["primary"]["window_minutes"] == 300
+    assert windows["secondary"]["used_share"] == 0.12
+    assert status["plan_windows"]["max_window_share"] == 0.7

@@ -75,6 +75,25 @@ def test_compaction_estimated_then_reconciled_run_by_run(tmp_path):
         assert sum(spend["model"].values()) == sum(spend["agent"].values()) == spend["total"]
 
 
+def test_a_compaction_is_estimated_as_its_prompt_read_from_the_cache(tmp_path):
+    """The summary request reads the thread's cached prompt (the e2e parity test checks the real
+    request): preTokens at the cache-read rate, the summary (postTokens) at the output rate."""
+    main, result = recorded("compaction", tmp_path)
+    lines = main.read_bytes().splitlines(keepends=True)
+    boundary = next(i for i, line in enumerate(lines) if b'"compact_boundary"' in line)
+    meta = json.loads(lines[boundary])["compactMetadata"]
+    call = FakeCall("claude", result["session_id"], main)
+    main.write_bytes(b"".join(lines[:boundary]))
+    plain = sync_once(tmp_path / "state", "claude", call)["total"]
+    main.write_bytes(b"".join(lines[: boundary + 1]))
+    estimated = sync_once(tmp_path / "state", "claude", call)["total"] - plain
+    sonnet = json.loads((SKILL / "runaway_guard" / "prices.json").read_text())["claude"]["models"][
+        "claude-sonnet-4-6"
+    ]
+    by_hand = meta["preTokens"] * sonnet["cache_read"] + meta["postTokens"] * sonnet["output"]
+    assert estimated == round(by_hand * 1e6)
+
+
 def test_unknown_model_is_priced_dearer_than_claude_code_and_reported(guard_env, tmp_path):
     main, result = recorded("unknown_model", tmp_path)
     session = result["session_id"]

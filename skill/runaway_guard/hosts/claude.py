@@ -466,14 +466,18 @@ class _Reader:
 
     def _compaction(self, record):
         """Compaction is billed but not written as a response: estimate it from its size until a
-        cost-state record brings Claude Code's own figure."""
+        cost-state record brings Claude Code's own figure. The summary request is the thread's
+        own (same system, tools and messages, with their cache_control; the instruction added
+        to the last message: seen on 2.1.332), so its prompt (preTokens) is read from the cache
+        the previous request wrote; its summary is output, about the context it leaves
+        (postTokens). how-it-decides.md says how far this can be off."""
         meta = record.get("compactMetadata")
         key = record.get("uuid")
         if not isinstance(meta, dict) or not isinstance(key, str) or self.agent != "main":
             return
         model = self.entry.get("model") or "claude-opus"
         usage = {
-            "input_tokens": count(meta.get("preTokens")),
+            "cache_read_input_tokens": count(meta.get("preTokens")),
             "output_tokens": count(meta.get("postTokens")),
         }
         pusd = pricing.claude_cost(model, usage)[0]

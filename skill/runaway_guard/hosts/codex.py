@@ -330,7 +330,12 @@ def sync(book, call):
     since = fs.basename(known)[: len("rollout-YYYY-MM-DDThh-mm-ss")] if main else ""
     for folder in _day_folders(fs.dirname(known)):
         _discover(book, folder, since, call.session_id)
-    read_all(book, path, lambda entry: _Reader(book, entry, call.session_id))
+    windows = [None]  # the newest token_count line that records a plan's usage windows
+    read_all(book, path, lambda entry: _Reader(book, entry, call.session_id, windows))
+    if windows[0] is not None:
+        from .. import plans
+
+        plans.record_codex(book.state, windows[0])
     return True
 
 
@@ -464,10 +469,11 @@ def _passed_by_shape(data, start, end, expecting):
 
 
 class _Reader:
-    def __init__(self, ledger, entry, root_id):
+    def __init__(self, ledger, entry, root_id, windows=None):
         self.ledger = ledger
         self.entry = entry
         self.root_id = root_id
+        self.windows = windows if windows is not None else [None]
         self.priced_as = self.pricer = None  # (model, tier) and its pricing.codex_usage_pricer
 
     def __call__(self, raw):
@@ -496,6 +502,8 @@ class _Reader:
         if find(b'"token_usage_record"') >= 0:
             handler = self._usage_record
         elif find(b'"token_count"') >= 0:
+            if find(b'"used_percent"') >= 0 or find(b'"plan_type":"') >= 0:
+                self.windows[0] = raw  # read once the files are (plans.record_codex)
             if self.entry.get("records"):
                 return
             handler = self._token_count
