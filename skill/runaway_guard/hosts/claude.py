@@ -26,6 +26,7 @@ from ._files import (
     number,
     read_all,
 )
+from ._turns import EVENTS, FIRED, fired_call, render_stop
 
 NAME = "claude"
 LABEL = "Claude Code"
@@ -34,13 +35,16 @@ TOOLS = {"Task": "Agent", "MultiEdit": "Edit"}
 # Each call is written to the transcript before the hook runs, a little late (a write queue
 # flushed every 100 ms; seen on 2.1.332): the guard may wait for it (hook._catch_up).
 WRITES_CALLS = True
+_event = ["PreToolUse"]  # the event of the payload being answered (render answers per event)
 
 INSTALL = {
     "home": ("CLAUDE_CONFIG_DIR", ".claude"),
     "user": {"settings": "settings.json", "skills": "skills"},
     "project": {"settings": ".claude/settings.local.json", "skills": ".claude/skills"},
     "binaries": ("claude",),
-    "entry": hook_entry("PreToolUse"),
+    # UserPromptSubmit and Stop: spend with no tool call (a past cap refuses a new prompt, and
+    # a turn another Stop hook keeps going ends there)
+    "entry": hook_entry(*EVENTS),
     # Claude Code's own rules: its file tools (Edit covers Write, MultiEdit and NotebookEdit)
     # ask before they change the guard's folders, even where the hook cannot run.
     "guard_rules": {"list": ("permissions", "ask"), "rule": "Edit({path}/**)"},
@@ -94,8 +98,12 @@ _REJECTED = (
 
 
 def call(payload):
-    if payload.get("hook_event_name", "PreToolUse") != "PreToolUse":
-        return None  # the guard is installed for PreToolUse only
+    event = payload.get("hook_event_name", "PreToolUse")
+    _event[0] = event
+    if event in FIRED:
+        return fired_call(NAME, payload, event, payload.get("prompt_id"))
+    if event != "PreToolUse":
+        return None  # the guard is installed for EVENTS only
     return Call(
         NAME,
         payload.get("session_id"),
@@ -111,7 +119,10 @@ def call(payload):
 
 
 def render(decision):
-    """PreToolUse's answer: the reason for the model, a systemMessage for the person."""
+    """PreToolUse's answer: the reason for the model, a systemMessage for the person; at a
+    prompt or a turn's end only a stop is said (render_stop)."""
+    if _event[0] in FIRED:
+        return render_stop(_event[0], decision)
     if not decision:
         return ""
     kind = decision["kind"]
@@ -327,7 +338,14 @@ class _Reader:
             for segment in paused:
                 if isinstance(segment, dict) and isinstance(segment.get("usage"), dict):
                     pusd += pricing.claude_cost(model, segment["usage"])[0]
-        self.ledger.usage(key, agent, model, pusd, known, out, local_day(record.get("timestamp")))
+        usage = message["usage"]
+        context = sum(
+            number(usage.get(field))
+            for field in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+        )
+        ahead = (context, pricing.token_pricer(model, True))
+        day = local_day(record.get("timestamp"))
+        self.ledger.usage(key, agent, model, pusd, known, out, day, ahead)
         if agent == "main":
             self.entry["model"] = model
 

@@ -30,12 +30,14 @@ from ._files import (
     number,
     read_all,
 )
+from ._turns import EVENTS, FIRED, fired_call, render_stop
 
 NAME = "codex"
 LABEL = "Codex"
 RUNGS = frozenset({TELL, DENY, STOP})
 # Each call is in the rollout before the hook runs (0.169.0, 0.171.0): hook._catch_up.
 WRITES_CALLS = True
+_event = ["PreToolUse"]  # the event of the payload being answered (render answers per event)
 TOOLS = {
     "shell": "Bash",
     "exec_command": "Bash",
@@ -51,7 +53,9 @@ INSTALL = {
     "user": {"settings": "hooks.json", "skills": "skills"},
     "project": {"settings": ".codex/hooks.json", "skills": ".agents/skills"},
     "binaries": ("codex",),
-    "entry": hook_entry("PreToolUse"),
+    # UserPromptSubmit and Stop: spend with no tool call (a past cap refuses a new prompt, and
+    # a turn another Stop hook keeps going ends there)
+    "entry": hook_entry(*EVENTS),
     "after_install": (
         "Codex: the hook does NOT run until you trust it. Start codex, open /hooks and trust the "
         "runaway-guard hook{changed}. `codex exec` skips untrusted hooks silently, without any "
@@ -128,8 +132,12 @@ _TOOL_ERRORS = ("unsupported call:", "write_stdin failed:", "unable to locate")
 
 
 def call(payload):
-    if payload.get("hook_event_name", "PreToolUse") != "PreToolUse":
-        return None  # the guard is installed for PreToolUse only
+    event = payload.get("hook_event_name", "PreToolUse")
+    _event[0] = event
+    if event in FIRED:
+        return fired_call(NAME, payload, event, payload.get("turn_id"))
+    if event != "PreToolUse":
+        return None  # the guard is installed for EVENTS only
     agent = payload.get("agent_id")
     return Call(
         NAME,
@@ -147,7 +155,10 @@ def call(payload):
 
 
 def render(decision):
-    """A deny with its reason, or additionalContext alone: nothing else passes on Codex."""
+    """A deny with its reason, or additionalContext alone: nothing else passes on Codex's
+    PreToolUse; at a prompt or a turn's end only a stop is said (render_stop)."""
+    if _event[0] in FIRED:
+        return render_stop(_event[0], decision)
     if not decision:
         return ""
     model_text = decision.get("model") or ""
@@ -416,7 +427,8 @@ class _Reader:
         self.ledger = ledger
         self.entry = entry
         self.root_id = root_id
-        self.priced_as = self.pricer = None  # (model, tier) and its pricing.codex_usage_pricer
+        # (model, tier), its pricing.codex_usage_pricer and codex_pricer (the next request's)
+        self.priced_as = self.pricer = self.tokens_pricer = None
 
     def __call__(self, raw):
         self.line(raw)
@@ -490,6 +502,7 @@ class _Reader:
         if self.priced_as != (model, tier):
             self.priced_as = (model, tier)
             self.pricer = pricing.codex_usage_pricer(model, tier)
+            self.tokens_pricer = pricing.codex_pricer(model, tier)
         pusd, known = self.pricer(usage)
         self.ledger.usage(
             key,
@@ -499,6 +512,7 @@ class _Reader:
             known,
             number(usage.get("output_tokens")),
             local_day(timestamp),
+            (number(usage.get("input_tokens")), self.tokens_pricer),
         )
 
     def _usage_record(self, record, payload):

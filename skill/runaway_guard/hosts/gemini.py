@@ -26,7 +26,7 @@ from .. import fs, jsonio, ledger, pricing
 from ..calls import MODEL, PROMPT, RESULT, Call, fingerprint, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import head_types
-from ._files import LONG, each_line, followed, listing, local_day, read_all
+from ._files import LONG, each_line, followed, listing, local_day, number, read_all
 
 NAME = "gemini"
 LABEL = "Gemini CLI"
@@ -611,6 +611,17 @@ class _Later:
         return [call_hash, fingerprint(_stable(text))]
 
 
+def _pricers(model):
+    """(price, known, next_price): pricing.gemini_pricer's, and the same in OpenAI's shape for
+    estimate.note (Gemini bills no cache writes: what is written is plain input)."""
+    price, known = pricing.gemini_pricer(model)
+
+    def next_price(inp, cached, written, out):
+        return price({"input": inp, "cached": cached, "output": out})[0], known
+
+    return price, known, next_price
+
+
 class _Reader:
     """Turns one session file's new lines into ledger entries."""
 
@@ -624,7 +635,7 @@ class _Reader:
         # (b'...,"toolCalls":['): a line that starts with it is that message again, with calls.
         self.again = None
         self.finished = finished  # the calls booked whose outcomes the wires have not had
-        self.prices = {}  # model: pricing.gemini_pricer(model)
+        self.prices = {}  # model: _pricers(model)
 
     def __call__(self, raw):
         self.line(raw)
@@ -707,10 +718,11 @@ class _Reader:
                 self.priced = priced
                 pricer = self.prices.get(model)
                 if pricer is None:
-                    pricer = self.prices[model] = pricing.gemini_pricer(model)
+                    pricer = self.prices[model] = _pricers(model)
                 pusd, out = pricer[0](tokens)
                 day = local_day(stamp)
-                self.ledger.usage(key, entry["agent"], model, pusd, pricer[1], out, day)
+                ahead = (number(tokens.get("input")) + number(tokens.get("tool")), pricer[2])
+                self.ledger.usage(key, entry["agent"], model, pusd, pricer[1], out, day, ahead)
         calls = record.get("toolCalls")
         if isinstance(calls, list):
             self._calls(calls)
