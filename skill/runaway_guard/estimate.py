@@ -24,7 +24,9 @@ def note(state, agent, key, pusd, out, ahead):
     input side, price(input, cached, written, output) -> (picodollars, known) the model's
     pricer in OpenAI's shape (cached and written within input); or (None, None): the next
     costs what this one did. state["ahead"][agent] = [key, estimate, recent outputs]."""
-    agents = state.setdefault("ahead", {})
+    agents = state.get("ahead")
+    if not isinstance(agents, dict):
+        agents = state["ahead"] = {}
     record = agents.get(agent)
     if not (isinstance(record, list) and len(record) == 3 and isinstance(record[2], list)):
         record = agents[agent] = [None, 0, []]
