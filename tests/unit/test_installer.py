@@ -127,9 +127,10 @@ def is_guard(handler) -> bool:
 def without_guard(obj):
     """The settings object with the guard taken out (independent of the installer's code).
 
-    Guard handlers in hooks.PreToolUse (and the turn events) go; so does a group they alone filled, then an empty
-    PreToolUse list and an empty hooks object (the one documented exception to "uninstall gives
-    back the original": an empty container cannot be told apart from one the installer made).
+    Guard handlers in hooks.PreToolUse (and GUARD_EVENTS) go; so does a group they alone
+    filled, then an empty list and an empty hooks object (the one documented exception to
+    "uninstall gives back the original": an empty container cannot be told apart from one the
+    installer made).
     """
     obj = copy.deepcopy(without_guard_rules(obj))
     hooks = obj.get("hooks")
