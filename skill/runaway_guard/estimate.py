@@ -7,13 +7,14 @@ then), so a hook call only reads one number from the state.
 
 The next request of an agent reads from the cache what its last one saw (its whole input side:
 fresh input, cache reads and cache writes), writes to the cache what the last one wrote as output
-(it comes back as input), and writes about as much output as the agent's recent responses (their
-median). What the host adds since (a tool's result) is not known before the tool runs and is left
-out. A host that gives no token counts estimates the last response's cost again.
+(it comes back as input) and what is added since (a tool's result, a prompt: not known before the
+tool runs, so the median of what the agent's recent requests grew by beyond that output), and
+writes about as much output as the agent's recent responses (their median). A host that gives no
+token counts estimates the last response's cost again.
 references/how-it-decides.md says the same for people.
 """
 
-OUTPUTS_KEPT = 5  # the recent output counts whose median estimates the next output
+KEPT = 5  # the recent outputs (and additions) whose median estimates the next one
 LAST_COST = (None, None)  # note's ahead for a host without token counts: the last cost again
 
 
@@ -22,26 +23,40 @@ def note(state, agent, key, pusd, out, ahead):
 
     ahead is (context, price) where the host counts tokens: context is the response's whole
     input side, price(input, cached, written, output) -> (picodollars, known) the model's
-    pricer in OpenAI's shape (cached and written within input); or (None, None): the next
-    costs what this one did. state["ahead"][agent] = [key, estimate, recent outputs]."""
+    pricer in OpenAI's shape (cached and written within input); or LAST_COST: the next costs
+    what this one did. state["ahead"][agent] = [key, estimate, recent outputs, context, recent
+    additions] (an addition: what a request's input grew by beyond the previous output, the
+    tool results and prompts in between)."""
     agents = state.get("ahead")
     if not isinstance(agents, dict):
         agents = state["ahead"] = {}
     record = agents.get(agent)
-    if not (isinstance(record, list) and len(record) == 3 and isinstance(record[2], list)):
-        record = agents[agent] = [None, 0, []]
-    outs = record[2]
+    if not (
+        isinstance(record, list)
+        and len(record) == 5
+        and isinstance(record[2], list)
+        and isinstance(record[4], list)
+    ):
+        record = agents[agent] = [None, 0, [], 0, []]
+    outs, added = record[2], record[4]
+    context, price = ahead
+    if not isinstance(context, int) or context <= 0:
+        context = 0
     if record[0] == key and outs:
         outs[-1] = out  # a later row of the same response, with more output
     else:
+        if context and record[3] and outs and isinstance(record[3], int):
+            added.append(max(0, context - record[3] - outs[-1]))
+            del added[:-KEPT]
         outs.append(out)
-        del outs[:-OUTPUTS_KEPT]
-    record[0] = key
-    context, price = ahead
-    if price is None or not isinstance(context, int) or context <= 0:
+        del outs[:-KEPT]
+    record[0], record[3] = key, context
+    if price is None or not context:
         record[1] = pusd
         return
-    record[1] = price(context + out, context, out, median(outs))[0]
+    grown = median(added)
+    written = out + grown
+    record[1] = price(context + written, context, written, median(outs))[0]
 
 
 def median(values):
@@ -58,7 +73,7 @@ def next_cost(state, agent):
     if not isinstance(agents, dict):
         return 0
     record = agents.get(agent) or agents.get("main")
-    if isinstance(record, list) and len(record) == 3:
+    if isinstance(record, list) and len(record) == 5:
         value = record[1]
         if isinstance(value, int) and value > 0:
             return value

@@ -51,6 +51,24 @@ def test_the_output_is_the_recent_median_and_a_host_without_tokens_repeats_the_l
     assert estimate.next_cost(state, "main") == 7
 
 
+def test_what_requests_grew_by_beyond_the_output_is_added_as_written_input():
+    """A tool's result is not known before it runs: the agent's recent growth stands in."""
+    priced = []
+
+    def price(inp, cached, written, out):
+        priced.append((inp, cached, written, out))
+        return inp, True
+
+    state = {}
+    context = 10_000
+    for key in range(4):  # each request saw the last one's 200 output and 5,000 more
+        estimate.note(state, "main", key, 0, 200, (context, price))
+        context += 200 + 5000
+    assert state["ahead"]["main"][4] == [5000, 5000, 5000]
+    last = context - 5200
+    assert priced[-1] == (last + 5200, last, 5200, 200)
+
+
 @fuzz(200)
 @given(
     st.recursive(
