@@ -15,18 +15,20 @@ references/how-it-decides.md says the same for people.
 """
 
 KEPT = 5  # the recent outputs (and additions) whose median estimates the next one
-LAST_COST = (None, None)  # note's ahead for a host without token counts: the last cost again
+LAST_COST = (None, 0, None)  # note's ahead for a host without token counts: the last cost again
 
 
 def note(state, agent, key, pusd, out, ahead):
     """After a response (key) of agent is booked: its next request's estimate, in the state.
 
-    ahead is (context, price) where the host counts tokens: context is the response's whole
-    input side, price(input, cached, written, output) -> (picodollars, known) the model's
-    pricer in OpenAI's shape (cached and written within input); or LAST_COST: the next costs
-    what this one did. state["ahead"][agent] = [key, estimate, recent outputs, context, recent
-    additions] (an addition: what a request's input grew by beyond the previous output, the
-    tool results and prompts in between)."""
+    ahead is (context, cached, price) where the host counts tokens: context is the response's
+    whole input side, cached what of it was read from or written to the cache (the next request
+    reads that from the cache; the rest is written again, as a host that caches nothing pays
+    for all of its input each time), price(input, cached, written, output) -> (picodollars,
+    known) the model's pricer in OpenAI's shape (cached and written within input); or
+    LAST_COST: the next costs what this one did. state["ahead"][agent] = [key, estimate,
+    recent outputs, context, recent additions] (an addition: what a request's input grew by
+    beyond the previous output, the tool results and prompts in between)."""
     agents = state.get("ahead")
     if not isinstance(agents, dict):
         agents = state["ahead"] = {}
@@ -39,7 +41,7 @@ def note(state, agent, key, pusd, out, ahead):
     ):
         record = agents[agent] = [None, 0, [], 0, []]
     outs, added = record[2], record[4]
-    context, price = ahead
+    context, cached, price = ahead
     if not isinstance(context, int) or context <= 0:
         context = 0
     if record[0] == key and outs:
@@ -54,9 +56,9 @@ def note(state, agent, key, pusd, out, ahead):
     if price is None or not context:
         record[1] = pusd
         return
-    grown = median(added)
-    written = out + grown
-    record[1] = price(context + written, context, written, median(outs))[0]
+    cached = min(cached, context) if isinstance(cached, int) and cached > 0 else 0
+    written = context - cached + out + median(added)
+    record[1] = price(cached + written, cached, written, median(outs))[0]
 
 
 def median(values):

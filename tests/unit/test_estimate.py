@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 from runaway_guard import estimate
 
 # A Sonnet 4.6 response in a long session: 100k tokens read from the cache ($0.03), 2k written
-# ($0.0075), 1k output ($0.015): $0.0525 each. The next one reads 102,003 ($0.0306), writes the
-# 1k output ($0.00375) and outputs about 1k ($0.015): about $0.0494.
+# ($0.0075), 1k output ($0.015): $0.0525 each. The next one reads the 102,000 cached ($0.0306),
+# writes the 3 uncached and the 1k output ($0.00376) and outputs about 1k ($0.015): $0.0494.
 STEP = usage(inp=3, out=1000, cw5=2000, read=100_000)
-STEP_USD, NEXT_USD = 0.0525045, 0.04935
+STEP_USD, NEXT_USD = 0.0525045, 0.04936125
 
 
 def claude_steps(guard_env, tmp_path, count, **env):
@@ -34,11 +34,11 @@ def test_the_next_request_is_priced_from_the_last_ones_input_side():
     state = {}
     price = pricing.token_pricer("claude-sonnet-4-6", True)
     context = 3 + 2000 + 100_000
-    estimate.note(state, "main", "m1", 0, 1000, (context, price))
+    estimate.note(state, "main", "m1", 0, 1000, (context, context - 3, price))
     assert abs(estimate.next_cost(state, "main") / 1e12 - NEXT_USD) < 1e-6
     assert estimate.next_cost(state, "sub") == estimate.next_cost(state, "main")
     # a later row of the same response with more output replaces its count, not adds one
-    estimate.note(state, "main", "m1", 0, 3000, (context, price))
+    estimate.note(state, "main", "m1", 0, 3000, (context, context - 3, price))
     assert state["ahead"]["main"][2] == [3000]
 
 
@@ -62,7 +62,7 @@ def test_what_requests_grew_by_beyond_the_output_is_added_as_written_input():
     state = {}
     context = 10_000
     for key in range(4):  # each request saw the last one's 200 output and 5,000 more
-        estimate.note(state, "main", key, 0, 200, (context, price))
+        estimate.note(state, "main", key, 0, 200, (context, context, price))
         context += 200 + 5000
     assert state["ahead"]["main"][4] == [5000, 5000, 5000]
     last = context - 5200
@@ -188,10 +188,10 @@ def test_codex_refuses_a_new_prompt_past_the_cap_and_ends_a_kept_turn(guard_env,
     ]
     jsonl(rollout, records)
     env = {"RUNAWAY_GUARD_MAX_USD": "0.10"}
-    # $0.088 spent, about $0.036 next (40.5k cached, 500 out): the next turn would cross
+    # $0.088 spent, about $0.0465 next (38k cached, 2.5k not, 500 out): the next would cross
     refused = guard_env.answer(codex_payload(rollout, "UserPromptSubmit"), **env)
     assert set(refused) == {"decision", "reason"} and refused["decision"] == "block"
-    assert "$0.09 spent, about $0.04 next, cap $0.10" in refused["reason"]
+    assert "$0.09 spent, about $0.05 next, cap $0.10" in refused["reason"]
     ended = guard_env.answer(codex_payload(rollout, "Stop"), **env)
     assert ended["continue"] is False and "decision" not in ended  # block would go on
     assert (

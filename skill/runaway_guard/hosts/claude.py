@@ -339,11 +339,11 @@ class _Reader:
                 if isinstance(segment, dict) and isinstance(segment.get("usage"), dict):
                     pusd += pricing.claude_cost(model, segment["usage"])[0]
         usage = message["usage"]
-        context = sum(
-            number(usage.get(field))
-            for field in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+        cached = number(usage.get("cache_read_input_tokens")) + number(
+            usage.get("cache_creation_input_tokens")
         )
-        ahead = (context, pricing.token_pricer(model, True))
+        context = number(usage.get("input_tokens")) + cached
+        ahead = (context, cached, pricing.token_pricer(model, True))
         day = local_day(record.get("timestamp"))
         self.ledger.usage(key, agent, model, pusd, known, out, day, ahead)
         if agent == "main":

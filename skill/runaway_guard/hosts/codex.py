@@ -512,7 +512,12 @@ class _Reader:
             known,
             number(usage.get("output_tokens")),
             local_day(timestamp),
-            (number(usage.get("input_tokens")), self.tokens_pricer),
+            (
+                number(usage.get("input_tokens")),
+                number(usage.get("cached_input_tokens"))
+                + number(usage.get("cache_write_input_tokens")),
+                self.tokens_pricer,
+            ),
         )
 
     def _usage_record(self, record, payload):

@@ -721,7 +721,8 @@ class _Reader:
                     pricer = self.prices[model] = _pricers(model)
                 pusd, out = pricer[0](tokens)
                 day = local_day(stamp)
-                ahead = (number(tokens.get("input")) + number(tokens.get("tool")), pricer[2])
+                context = number(tokens.get("input")) + number(tokens.get("tool"))
+                ahead = (context, number(tokens.get("cached")), pricer[2])
                 self.ledger.usage(key, entry["agent"], model, pusd, pricer[1], out, day, ahead)
         calls = record.get("toolCalls")
         if isinstance(calls, list):

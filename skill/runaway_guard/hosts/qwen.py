@@ -238,8 +238,12 @@ class _Reader:
             out,
         )
         day = local_day(record.get("timestamp"))
-        context = number(event.get("input_token_count"))
-        self.ledger.usage(key, agent, model, pusd, known, out, day, (context, _pricer(model)))
+        ahead = (
+            number(event.get("input_token_count")),
+            number(event.get("cached_content_token_count")),
+            _pricer(model),
+        )
+        self.ledger.usage(key, agent, model, pusd, known, out, day, ahead)
 
     def _result(self, record):
         if record.get("type") != "tool_result":
