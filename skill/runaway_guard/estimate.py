@@ -15,7 +15,10 @@ references/how-it-decides.md says the same for people.
 """
 
 KEPT = 5  # the recent outputs (and additions) whose median estimates the next one
-LAST_COST = (None, 0, None)  # note's ahead for a host without token counts: the last cost again
+LAST_COST = (None, 0, None)
+# An output count below this may be a placeholder of a response still being written: its output
+# is taken to be the recent median (a short answer is overestimated by one output at most).
+PLACEHOLDER = 16  # note's ahead for a host without token counts: the last cost again
 
 
 def note(state, agent, key, pusd, out, ahead):
@@ -57,8 +60,15 @@ def note(state, agent, key, pusd, out, ahead):
         record[1] = pusd
         return
     cached = min(cached, context) if isinstance(cached, int) and cached > 0 else 0
-    written = context - cached + out + median(added)
-    record[1] = price(cached + written, cached, written, median(outs))[0]
+    expected = median(outs)
+    still = 0
+    if out < PLACEHOLDER and len(outs) > 1:
+        # a response still streaming (Claude Code writes its first rows with a placeholder
+        # count): the output still to come is billed too before the next request is sent
+        expected = median(outs[:-1])
+        still = max(0, expected - out)
+    written = context - cached + out + still + median(added)
+    record[1] = price(cached + written, cached, written, expected + still)[0]
 
 
 def median(values):

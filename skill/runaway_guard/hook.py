@@ -321,12 +321,13 @@ def _daily_spend(state, call, settings):
     return mine
 
 
-def _spend_wires(state, settings, daily, tool, warned, agent):
-    """The spend caps' rungs, each against the spend plus the agent's next request."""
+def _spend_wires(state, settings, daily, tool, warned, agent, unseen=False):
+    """The spend caps' rungs, each against the spend plus the agent's next request (and the
+    one making this call when unseen: the host has not written it yet)."""
     raised = raised_cap(state["cap_usd"])  # an earlier version's may be any number
     cap = raised if raised is not None else settings.max_usd
     status = controls.status_command()
-    ahead = estimate.next_cost(state, agent)
+    ahead = estimate.next_cost(state, agent) * (2 if unseen else 1)
     return [
         wires.spend_wire(
             state["spend"]["total"],
@@ -369,7 +370,15 @@ def _wires(book, call, call_hash, settings, daily):
         [
             wires.failure_wire(record, settings.max_failures),
             wires.loop_wire(record, call_hash, settings.max_repeats),
-            *_spend_wires(book.state, settings, daily, call.tool, book.state["warned"], call.agent),
+            *_spend_wires(
+                book.state,
+                settings,
+                daily,
+                call.tool,
+                book.state["warned"],
+                call.agent,
+                unseen=book.watch is not None and not book.watched,
+            ),
         ]
     )
 
