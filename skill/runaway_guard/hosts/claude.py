@@ -99,6 +99,8 @@ _REJECTED = (
 
 def call(payload):
     event = payload.get("hook_event_name", "PreToolUse")
+    if not isinstance(event, str):
+        event = ""  # no event the guard is installed for
     _event[0] = event
     if event in FIRED:
         return fired_call(NAME, payload, event, payload.get("prompt_id"))

@@ -133,6 +133,8 @@ _TOOL_ERRORS = ("unsupported call:", "write_stdin failed:", "unable to locate")
 
 def call(payload):
     event = payload.get("hook_event_name", "PreToolUse")
+    if not isinstance(event, str):
+        event = ""  # no event the guard is installed for
     _event[0] = event
     if event in FIRED:
         return fired_call(NAME, payload, event, payload.get("turn_id"))
