@@ -51,21 +51,25 @@ def cost(u) -> float:
     )
 
 
-def estimate_errors(usages) -> list:
+def estimate_errors(usages, priced=cost, read=None, price=None) -> list:
     """What the guard's estimate of each next response missed it by ($): the guard's own
-    estimator, fed the responses one by one."""
-    sys.path.insert(0, str(harness.ROOT / "skill"))
+    estimator, fed the responses one by one. read(usage) -> (context, cached) as the host's
+    reader gives them (Claude Code's by default); price: the model's pricer."""
     from runaway_guard import estimate, pricing
 
+    price = price or pricing.token_pricer("claude-sonnet-4-6", True)
     state, errors = {}, []
-    price = pricing.token_pricer("claude-sonnet-4-6", True)
     for key, u in enumerate(usages):
         if key:
-            errors.append(cost(u) - estimate.next_cost(state, "main") / 1e12)
-        cached = u["cache_read_input_tokens"] + u["cache_creation_input_tokens"]
-        context = cached + u["input_tokens"]
+            errors.append(priced(u) - estimate.next_cost(state, "main") / 1e12)
+        context, cached = (read or claude_counts)(u)
         estimate.note(state, "main", key, 0, u["output_tokens"], (context, cached, price))
     return errors
+
+
+def claude_counts(u):
+    cached = u["cache_read_input_tokens"] + u["cache_creation_input_tokens"]
+    return cached + u["input_tokens"], cached
 
 
 def report(name, total, cap, errors):
@@ -179,17 +183,12 @@ def codex_cost(u) -> float:
 
 
 def codex_estimate_errors(usages) -> list:
-    sys.path.insert(0, str(harness.ROOT / "skill"))
-    from runaway_guard import estimate, pricing
+    from runaway_guard import pricing
 
-    state, errors = {}, []
-    price = pricing.codex_pricer("gpt-5.5")
-    for key, u in enumerate(usages):
-        if key:
-            errors.append(codex_cost(u) - estimate.next_cost(state, "main") / 1e12)
-        ahead = (u["input_tokens"], u["cached_tokens"], price)
-        estimate.note(state, "main", key, 0, u["output_tokens"], ahead)
-    return errors
+    def read(u):
+        return u["input_tokens"], u["cached_tokens"]
+
+    return estimate_errors(usages, codex_cost, read, pricing.codex_pricer("gpt-5.5"))
 
 
 @pytest.mark.parametrize(

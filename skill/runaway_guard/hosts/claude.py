@@ -26,7 +26,7 @@ from ._files import (
     number,
     read_all,
 )
-from ._turns import EVENTS, FIRED, fired_call, render_stop
+from ._turns import EVENTS, answering_turn, render_stop, turn_call
 
 NAME = "claude"
 LABEL = "Claude Code"
@@ -35,7 +35,6 @@ TOOLS = {"Task": "Agent", "MultiEdit": "Edit"}
 # Each call is written to the transcript before the hook runs, a little late (a write queue
 # flushed every 100 ms; seen on 2.1.332): the guard may wait for it (hook._catch_up).
 WRITES_CALLS = True
-_event = ["PreToolUse"]  # the event of the payload being answered (render answers per event)
 
 INSTALL = {
     "home": ("CLAUDE_CONFIG_DIR", ".claude"),
@@ -98,14 +97,9 @@ _REJECTED = (
 
 
 def call(payload):
-    event = payload.get("hook_event_name", "PreToolUse")
-    if not isinstance(event, str):
-        event = ""  # no event the guard is installed for
-    _event[0] = event
-    if event in FIRED:
-        return fired_call(NAME, payload, event, payload.get("prompt_id"))
-    if event != "PreToolUse":
-        return None  # the guard is installed for EVENTS only
+    turn, fired = turn_call(NAME, payload, "prompt_id")
+    if turn:
+        return fired
     return Call(
         NAME,
         payload.get("session_id"),
@@ -123,8 +117,8 @@ def call(payload):
 def render(decision):
     """PreToolUse's answer: the reason for the model, a systemMessage for the person; at a
     prompt or a turn's end only a stop is said (render_stop)."""
-    if _event[0] in FIRED:
-        return render_stop(_event[0], decision)
+    if answering_turn():
+        return render_stop(decision)
     if not decision:
         return ""
     kind = decision["kind"]

@@ -30,14 +30,13 @@ from ._files import (
     number,
     read_all,
 )
-from ._turns import EVENTS, FIRED, fired_call, render_stop
+from ._turns import EVENTS, answering_turn, render_stop, turn_call
 
 NAME = "codex"
 LABEL = "Codex"
 RUNGS = frozenset({TELL, DENY, STOP})
 # Each call is in the rollout before the hook runs (0.169.0, 0.171.0): hook._catch_up.
 WRITES_CALLS = True
-_event = ["PreToolUse"]  # the event of the payload being answered (render answers per event)
 TOOLS = {
     "shell": "Bash",
     "exec_command": "Bash",
@@ -132,14 +131,9 @@ _TOOL_ERRORS = ("unsupported call:", "write_stdin failed:", "unable to locate")
 
 
 def call(payload):
-    event = payload.get("hook_event_name", "PreToolUse")
-    if not isinstance(event, str):
-        event = ""  # no event the guard is installed for
-    _event[0] = event
-    if event in FIRED:
-        return fired_call(NAME, payload, event, payload.get("turn_id"))
-    if event != "PreToolUse":
-        return None  # the guard is installed for EVENTS only
+    turn, fired = turn_call(NAME, payload, "turn_id")
+    if turn:
+        return fired
     agent = payload.get("agent_id")
     return Call(
         NAME,
@@ -159,8 +153,8 @@ def call(payload):
 def render(decision):
     """A deny with its reason, or additionalContext alone: nothing else passes on Codex's
     PreToolUse; at a prompt or a turn's end only a stop is said (render_stop)."""
-    if _event[0] in FIRED:
-        return render_stop(_event[0], decision)
+    if answering_turn():
+        return render_stop(decision)
     if not decision:
         return ""
     model_text = decision.get("model") or ""
