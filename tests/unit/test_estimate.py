@@ -205,3 +205,18 @@ def test_no_estimate_before_any_response(guard_env, tmp_path):
         prompt(tmp_path / "p" / "s1.jsonl", "UserPromptSubmit"), RUNAWAY_GUARD_MAX_USD="0.01"
     )
     assert answer == ""
+
+
+def test_codex_trust_check_looks_for_each_events_own_record(tmp_path):
+    """install.py --check looks in config.toml for the trust record of the event's own list
+    (Codex names them pre_tool_use, user_prompt_submit, stop)."""
+    from runaway_guard.hosts import codex
+
+    settings = tmp_path / "hooks.json"
+    (tmp_path / "config.toml").write_text(f'"{settings}:user_prompt_submit:2:0" = "sha256:x"\n')
+    handler = {"type": "command", "command": "guard"}
+    environ = {"CODEX_HOME": str(tmp_path)}
+    note = codex.check_note(str(settings), handler, (2, 0), {}, environ, "UserPromptSubmit")
+    assert "different hash" in note  # the record of this very entry is found
+    note = codex.check_note(str(settings), handler, (2, 0), {}, environ, "Stop")
+    assert "no trust record" in note

@@ -56,9 +56,9 @@ INSTALL = {
     # a turn another Stop hook keeps going ends there)
     "entry": hook_entry(*EVENTS),
     "after_install": (
-        "Codex: the hook does NOT run until you trust it. Start codex, open /hooks and trust the "
-        "runaway-guard hook{changed}. `codex exec` skips untrusted hooks silently, without any "
-        "warning.",
+        "Codex: the hooks do NOT run until you trust them. Start codex, open /hooks and trust the "
+        "runaway-guard hooks (tool calls, prompts, turn ends){changed}. `codex exec` skips "
+        "untrusted hooks silently, without any warning.",
     ),
     "after_install_project": (
         "Project hooks load only in a trusted project: trust {project} when Codex asks (or run "
@@ -68,8 +68,9 @@ INSTALL = {
 }
 
 
-def check_note(settings_path, handler, position, group, environ):
-    """For `install.py --check`, best effort: does config.toml hold a trusted hash for this hook?
+def check_note(settings_path, handler, position, group, environ, event="PreToolUse"):
+    """For `install.py --check`, best effort: does config.toml hold a trusted hash for this hook
+    (the entry at position in event's list)?
 
     Codex runs a hook only once the person trusted it in /hooks; the trust is recorded per file
     and position with a hash of the hook's definition (the format is internal to Codex).
@@ -81,7 +82,9 @@ def check_note(settings_path, handler, position, group, environ):
         environ.get("HOME") or fs.expanduser("~"), ".codex"
     )
     config = fs.join(codex_home, "config.toml")
-    definition = {"event_name": "pre_tool_use"}
+    # Codex's name for the event: PreToolUse -> pre_tool_use
+    name = "".join(f"_{c.lower()}" if c.isupper() else c for c in event).lstrip("_")
+    definition = {"event_name": name}
     if isinstance(group, dict) and group.get("matcher") is not None:
         definition["matcher"] = group["matcher"]
     normal = {
@@ -102,7 +105,7 @@ def check_note(settings_path, handler, position, group, environ):
         text = ""
     group_index, handler_index = position
     paths = (str(settings_path), fs.realpath(settings_path))
-    keys = {f"{path}:pre_tool_use:{group_index}:{handler_index}" for path in paths}
+    keys = {f"{path}:{name}:{group_index}:{handler_index}" for path in paths}
     if digest in text and any(key in text for key in keys):
         return "Codex trust: a trusted hash for this hook is recorded in config.toml."
     if any(key in text for key in keys):
