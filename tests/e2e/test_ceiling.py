@@ -246,3 +246,17 @@ def test_codex_text_only_session_is_held_at_its_cap(tmp_path):
     assert codex.status(first.thread_id)["blocked"]["wire"] == "session"
     for run in resumed:
         assert run.returncode == 0 and '"output_tokens":0' in run.stdout, run.stdout[-2000:]
+
+
+def test_a_new_prompt_after_a_loop_stop_goes_through(tmp_path):
+    """The prompt hook refuses only past a cap: a run the loop wire ended takes the person's
+    next prompt (Claude Code's UserPromptSubmit carries the new prompt's id, which starts the
+    count anew)."""
+    claude = Claude(tmp_path)
+    loop = [bash("echo x >> ran.txt; echo same", "Again", usage=usage(50, 10))] * 8
+    with ScriptedModel({"anthropic": slow_all([*loop, text("Stopped.")])}) as model:
+        first = claude.run(model)
+        assert claude.status(first.session_id)["blocked"]["wire"] == "loop"
+        model.steps["anthropic"] = [text("Here is another way.")]
+        again = claude.run(model, "Try another way.", extra_args=("--resume", first.session_id))
+    assert again.result["result"] == "Here is another way.", again.result
