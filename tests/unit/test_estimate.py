@@ -220,3 +220,15 @@ def test_codex_trust_check_looks_for_each_events_own_record(tmp_path):
     assert "different hash" in note  # the record of this very entry is found
     note = codex.check_note(str(settings), handler, (2, 0), {}, environ, "Stop")
     assert "no trust record" in note
+
+
+def test_a_call_whose_response_is_not_written_yet_adds_that_response_too(guard_env, tmp_path):
+    """Claude Code writes a response up to 100 ms after its call's hook: the guard, which has
+    not seen it, counts it as one more estimate."""
+    transcript, answers = claude_steps(guard_env, tmp_path, 3, RUNAWAY_GUARD_MAX_USD="0.25")
+    assert answers == [None, None, None]
+    # $0.1575 seen; this call's response (not on disk) and the next: about 2 x $0.0494
+    unseen = pre_tool_use(transcript, "t9", "Bash", {"command": "step 9"})
+    stop = guard_env.answer(unseen, RUNAWAY_GUARD_MAX_USD="0.25")
+    assert stop["continue"] is False
+    assert "$0.16 spent, about $0.10 next, cap $0.25" in stop["stopReason"]
