@@ -232,3 +232,21 @@ def test_a_call_whose_response_is_not_written_yet_adds_that_response_too(guard_e
     stop = guard_env.answer(unseen, RUNAWAY_GUARD_MAX_USD="0.25")
     assert stop["continue"] is False
     assert "$0.16 spent, about $0.10 next, cap $0.25" in stop["stopReason"]
+
+
+def test_a_placeholder_output_count_is_taken_as_the_usual_output():
+    """Claude Code's first rows of a response carry a placeholder output count (1): until the
+    real count comes, that response's output is the recent median, and so is the next's."""
+    priced = []
+
+    def price(inp, cached, written, out):
+        priced.append((written, out))
+        return 0, True
+
+    state = {}
+    for key in range(3):
+        estimate.note(state, "main", key, 0, 1000, (5000, 5000, price))
+    estimate.note(state, "main", 3, 0, 1, (5000, 5000, price))
+    assert priced[-1] == (1000, 1999)  # written: the 1,000 to come; output: still + the next
+    estimate.note(state, "main", 3, 0, 1000, (5000, 5000, price))  # its real count
+    assert priced[-1] == (1000, 1000)
