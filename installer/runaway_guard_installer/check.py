@@ -139,7 +139,7 @@ def check_target(target: Target, env: Mapping[str, str], out) -> bool:
             note = getattr(target.host, "check_note", None)
             if note:
                 group = loaded.obj["hooks"][event][position[0]]
-                print(note(target.settings, handler, position, group, env), file=out)
+                print(note(target.settings, handler, position, group, env, event), file=out)
     return ok
 
 

@@ -8,7 +8,19 @@ differs between hosts is in hosts/<name>.py.
 import sys
 import time
 
-from . import config, controls, fs, hosts, jsonio, ledger, projects, text_loops, time_limits, wires
+from . import (
+    config,
+    controls,
+    estimate,
+    fs,
+    hosts,
+    jsonio,
+    ledger,
+    projects,
+    text_loops,
+    time_limits,
+    wires,
+)
 from .calls import END, MODEL, PROMPT, RESULT, TOOL, fingerprint
 from .decisions import ASK, DENY, STOP, TELL, TWICE, fit
 from .money import raised_cap
@@ -198,13 +210,11 @@ def _decide(book, call, settings, host):
     projects.track(state, call, settings)
     if state["off"]:
         return None
-    if call.event == END:
-        return None
     if call.event == RESULT:
         book.outcome(call.agent, call.tool_use_id, call.failed, call.outcome)
         return None
-    if call.event in (MODEL, PROMPT):
-        decision = fit(_before_model(state, settings, daily), host.RUNGS)
+    if call.event in (MODEL, PROMPT, END):  # END: a turn that would go on ends within the cap
+        decision = fit(_before_model(state, settings, daily, call.agent), host.RUNGS)
         if decision and decision["kind"] == STOP and not state["blocked"]:
             # a cap first seen here (the response's record came late): status.py says why
             state["blocked"] = _blocked(decision, call)
@@ -311,12 +321,13 @@ def _again(state, call, settings, host):
     return seen if isinstance(seen, dict) and seen["kind"] != TELL else None
 
 
-def _before_model(state, settings, daily):
-    """Before a paid model request: stop the run if a cap is reached or the guard ended it."""
+def _before_model(state, settings, daily, agent):
+    """Before a paid model request: stop the run if a cap is reached, would be crossed by the
+    request, or the guard ended it."""
     blocked = state["blocked"]
     if blocked and blocked.get("kind") == STOP:
         return {"kind": STOP, "wire": blocked["wire"], "model": blocked["reason"]}
-    caps = _spend_wires(state, settings, daily, tool="", warned={})
+    caps = _spend_wires(state, settings, daily, "", {}, agent)
     return wires.strongest([cap for cap in caps if cap and cap["kind"] == STOP])
 
 
@@ -351,12 +362,16 @@ def _daily_spend(state, call, settings):
     return mine
 
 
-def _spend_wires(state, settings, daily, tool, warned):
+def _spend_wires(state, settings, daily, tool, warned, agent, unseen=False):
+    """The spend caps' rungs, each against the spend plus the agent's next request (and the
+    one making this call when unseen: the host has not written it yet)."""
     raised = raised_cap(state["cap_usd"])  # an earlier version's may be any number
     cap = raised if raised is not None else settings.max_usd
     status = controls.status_command()
+    ahead = estimate.next_cost(state, agent) * (2 if unseen else 1)
     # on a plan (plans.py) no money is paid per token: the session's dollar cap does not apply
-    paid = state["spend"]["total"] if state.get("host") not in settings.plan else 0
+    on_plan = state.get("host") in settings.plan
+    paid, paid_ahead = (0, 0) if on_plan else (state["spend"]["total"], ahead)
     return [
         _window_wire(state, settings, tool, warned) if settings.max_window_share else None,
         wires.spend_wire(
@@ -367,6 +382,7 @@ def _spend_wires(state, settings, daily, tool, warned):
             "session",
             tool,
             f"{status} --raise-cap <USD>",
+            ahead=paid_ahead,
         ),
         wires.spend_wire(
             daily,
@@ -376,9 +392,10 @@ def _spend_wires(state, settings, daily, tool, warned):
             "daily",
             tool,
             "set RUNAWAY_GUARD_DAILY_USD or daily_usd in ~/.config/runaway-guard/config.json",
+            ahead=paid_ahead,
         ),
-        *(_team_wires(state, settings, tool, warned) if settings.team else ()),
-        *projects.cap_wires(state, settings, tool, warned),
+        *(_team_wires(state, settings, tool, warned, ahead) if settings.team else ()),
+        *projects.cap_wires(state, settings, tool, warned, ahead),
         *time_limits.wires(state, settings, tool, warned),
         *text_loops.wires(state, settings.max_repeats),
     ]
@@ -390,12 +407,12 @@ def _window_wire(state, settings, tool, warned):
     return plans.window_wire(state, settings, tool, warned, time.time())
 
 
-def _team_wires(state, settings, tool, warned):
+def _team_wires(state, settings, tool, warned, ahead):
     """The team's and the person's caps (team.py); its errors fail open, the local caps hold."""
     try:
         from . import team
 
-        return team.decisions(settings, state, tool, warned)
+        return team.decisions(settings, state, tool, warned, ahead=ahead)
     except Exception as error:
         _log(settings.state_dir, "team", f"{type(error).__name__}: {error}")
         return []
@@ -407,7 +424,15 @@ def _wires(book, call, call_hash, settings, daily):
         [
             wires.failure_wire(record, settings.max_failures),
             wires.loop_wire(record, call_hash, settings.max_repeats),
-            *_spend_wires(book.state, settings, daily, call.tool, book.state["warned"]),
+            *_spend_wires(
+                book.state,
+                settings,
+                daily,
+                call.tool,
+                book.state["warned"],
+                call.agent,
+                unseen=book.watch is not None and not book.watched,
+            ),
         ]
     )
 

@@ -20,7 +20,7 @@ Money is kept in integer picodollars so sums and corrections are exact.
 import marshal
 import time
 
-from . import fs, jsonio
+from . import estimate, fs, jsonio
 
 VERSION = 1
 STATE = ".state"  # a session's state file: <id>.state
@@ -279,6 +279,7 @@ def new_state(host, session_id):
         "off": False,
         "warned": {},
         "daily_written": {},
+        # and, once set: "ahead" (estimate.py: per agent, its next request's estimate)
     }
 
 
@@ -524,8 +525,9 @@ class Ledger:
 
     # -- spend
 
-    def usage(self, key, agent, model, pusd, known_model, out, day):
-        """Count one API response, or correct it when a later row carries more output."""
+    def usage(self, key, agent, model, pusd, known_model, out, day, ahead=None):
+        """Count one API response, or correct it when a later row carries more output; ahead:
+        what estimate.note needs to estimate the agent's next request (None: a correction)."""
         recent = self.state["recent"]
         old = recent.get(key)
         if old is None and self._parked_holds(key):
@@ -549,6 +551,8 @@ class Ledger:
         self._appended.append(jsonio.dumps(entry) + "\n")
         if known_model is not True:  # not in the table as written (pricing._resolve)
             self._unlisted(model, known_model)
+        if ahead is not None:
+            estimate.note(self.state, agent, key, pusd, out, ahead)
 
     def _unlisted(self, model, known_model):
         """Name a model id the table lacks as written, and what it was priced as: a listed

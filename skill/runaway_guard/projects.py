@@ -301,9 +301,9 @@ def day_total(branches):
     )
 
 
-def cap_wires(state, settings, tool, warned):
-    """The project's caps against its spend, on the spend ladder (wires.spend_wire): one
-    decision a period whose cap is set."""
+def cap_wires(state, settings, tool, warned, ahead=0):
+    """The project's caps against its spend and the agent's next request (ahead, estimate.py),
+    on the spend ladder (wires.spend_wire): one decision a period whose cap is set."""
     record = state.get("project")
     totals = record.get("totals") if isinstance(record, dict) else None
     if not totals:
@@ -327,6 +327,7 @@ def cap_wires(state, settings, tool, warned):
                 name=f"project {record['path']} {word}",
                 raiser="the user",
                 detail=f", every session of this {period}",
+                ahead=ahead,
             )
         )
     return found

@@ -186,9 +186,10 @@ def due(settings, cache, now, urgent=False):
     return not 0 <= now - last < gap
 
 
-def decisions(settings, state, tool, warned, now=None):
-    """The team's and the person's rungs on the spend ladder for this call; starts a refresh
-    when the cached figures are due (never waits for it)."""
+def decisions(settings, state, tool, warned, now=None, ahead=0):
+    """The team's and the person's rungs on the spend ladder for this call (ahead: the next
+    request's estimate, picodollars); starts a refresh when the cached figures are due (never
+    waits for it)."""
     now = time.time() if now is None else now
     capped = settings.team_monthly_usd > 0 or settings.person_daily_usd > 0
     if settings.team_error:  # unusable settings, and fail-closed asks to refuse then
@@ -224,6 +225,7 @@ def decisions(settings, state, tool, warned, now=None):
                 name=f"monthly team ({settings.team})",
                 raiser="the team's budget owner",
                 detail=_detail(seen, "team", "the team's machines", now),
+                ahead=ahead,
             )
         )
     if seen["person"] is not None:
@@ -239,6 +241,7 @@ def decisions(settings, state, tool, warned, now=None):
                 name=f"daily per-person ({settings.user})",
                 raiser="the user or the team's budget owner",
                 detail=_detail(seen, "person", f"{settings.user}'s machines today", now),
+                ahead=ahead,
             )
         )
     if settings.team_fail_closed and capped:

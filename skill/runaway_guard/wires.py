@@ -88,18 +88,44 @@ def loop_wire(record, call_hash, limit):
 
 
 def spend_wire(
-    spent_pico, cap, warn_at, warned, scope, tool, how_to_raise, name=None, raiser="they", detail=""
+    spent_pico,
+    cap,
+    warn_at,
+    warned,
+    scope,
+    tool,
+    how_to_raise,
+    name=None,
+    raiser="they",
+    detail="",
+    ahead=0,
 ):
     """Spend (picodollars) against a cap in USD, compared exactly in picodollars; warned
     remembers the cap already warned about. scope names the wire (session, daily, team, person);
     name says whose cap it is in the texts, raiser who can raise it, detail what the figure
-    covers."""
+    covers; ahead is the next request's estimate (estimate.py): the cap is a ceiling, the run
+    stops before the response that would cross it."""
     if cap <= 0:
         return None
     if name is None:
         name = "session" if scope == "session" else "daily"
     spent = usd(spent_pico)
-    if spent_pico >= round(cap * PICO):
+    cap_pico = round(cap * PICO)
+    if spent_pico < cap_pico < spent_pico + ahead:
+        figures = f"{money(spent)} spent, about {money(usd(ahead))} next, cap {money(cap)}{detail}"
+        return {
+            "kind": STOP,
+            "wire": scope,
+            "model": (
+                f"runaway-guard: the next response would cross the {name} spend cap: {figures}. "
+                f"Stop now and tell the user; only {raiser} can raise the cap."
+            ),
+            "person": (
+                f"runaway-guard stopped the agent: the next response would cross the {name} "
+                f"spend cap: {figures}. To go on, raise it: {how_to_raise}"
+            ),
+        }
+    if spent_pico >= cap_pico:
         return {
             "kind": STOP,
             "wire": scope,

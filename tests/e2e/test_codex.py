@@ -198,17 +198,18 @@ def test_spend_cap_ends_the_run_of_a_model_that_ignores_refusals(tmp_path):
         run = codex.run()
         requests = model.api_requests("openai")
     # Codex writes a response's usage before it runs the response's calls, so call k sees k
-    # responses: the warning at $1.92 (call 4), the cap at $2.40 (call 5), whose call is
-    # refused and the turn interrupted. Four commands ran.
-    assert codex.marker() == ["1", "2", "3", "4"]
+    # responses, and adds the next one's estimate ($0.485: uncached input is written again):
+    # at call 4 ($1.92, past the 80 % warning before it could be given) the next would cross
+    # the cap: the call is refused and the turn interrupted. Three commands ran.
+    assert codex.marker() == ["1", "2", "3"]
     assert run.returncode == 1 and interrupted(run), run.stderr[-2000:]
-    warned = [r for r in requests if "cap is spent" in json.dumps(r["body"].get("input"))]
-    assert len(warned) == 1 and requests.index(warned[0]) == 4, "no spend warning (call 4)"
+    assert len(requests) == 4  # the refused call's result was never sent to the model
     status = codex.status(run.thread_id)
     assert status["blocked"]["wire"] == "session"
+    assert "would cross the session spend cap" in status["blocked"]["reason"]
     served = [request["step"]["usage"] for request in requests]
     assert status["spend_usd"] == pytest.approx(codex_cost(served), abs=1e-9)
-    assert status["spend_usd"] <= cap + 2 * DEAR_USD  # within two responses of the cap
+    assert status["spend_usd"] <= cap  # a ceiling: before it, $2.40
 
 
 def spawn(task: str, message: str) -> dict:
@@ -429,11 +430,11 @@ def test_tui_in_tmux_the_turn_ends_at_the_cap_and_the_session_goes_on(tmp_path):
         codex = Codex(tmp_path, model.url, max_usd=2)
         with tui(codex) as session:
             session.wait_for("Conversation interrupted")
-            assert codex.marker() == ["1", "2", "3", "4"]  # as in exec: call 5 is at the cap
-            session.type("Thanks")
-            session.wait_for("You are welcome.")
+            assert codex.marker() == ["1", "2", "3"]  # as in exec: at call 4 the next crosses
+            session.type("Thanks")  # past the cap: the prompt is refused, the session stays
+            session.wait_for("would cross the session spend cap")
             assert session.alive
-    assert model_script.calls == 5
+    assert model_script.calls == 4
     assert "interrupting the Codex TUI" in codex.person.hook_log()
     rollout = codex.home.rollouts()[0]
     assert any((r.get("payload") or {}).get("type") == "turn_aborted" for r in read_jsonl(rollout))

@@ -159,17 +159,18 @@ def test_polls_and_edit_and_retest_are_never_refused(tmp_path):
     assert copilot.status(run.session_id)["blocked"] is None
 
 
-def test_spend_cap_ends_the_run_within_two_responses_while_the_model_ignores_refusals(tmp_path):
-    # 10,000 input + 500 output tokens on gpt-4.1 = $0.024 a response: the 5th crosses $0.10
+def test_spend_cap_ends_the_run_at_the_cap_while_the_model_ignores_refusals(tmp_path):
+    # 10,000 input + 500 output tokens on gpt-4.1 = $0.024 a response: at the 5th's call
+    # ($0.12, 80 %) the warning; at the 6th's ($0.144) the next would cross $0.15: the run ends
     usage = {"input_tokens": 10000, "output_tokens": 500}
     steps = [sh(f"echo {n} >> ran.txt", usage, delay=0.2) for n in range(1, 16)]
     with ScriptedModel({"chat": steps}) as model:
-        copilot = Copilot(tmp_path, max_usd=0.10)
+        copilot = Copilot(tmp_path, max_usd=0.15)
         run = copilot.run(model)
         requests = model.api_requests("chat")
         notes = context_notes(model)
-    crossed = 5
-    assert len(requests) <= crossed + 2, len(requests)
+    # the 6th, or one more when its record lands after its call's hook (Copilot writes late)
+    assert len(requests) in (6, 7), len(requests)
     assert run.aborted
     assert "cap is spent" in notes or "remaining" in notes, notes  # the warning came first
     status = copilot.status(run.session_id)

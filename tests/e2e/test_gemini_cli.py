@@ -195,7 +195,7 @@ def test_polls_with_changing_output_and_edit_and_retest_are_never_refused(tmp_pa
     assert gemini.status(run.session_id)["failures_in_a_row"] == 0
 
 
-def test_spend_cap_ends_the_run_within_two_responses(tmp_path):
+def test_spend_cap_ends_the_run_below_the_cap(tmp_path):
     cap = 0.01
     steps = [sh(f"echo {n} >> ran.txt", STEP) for n in range(1, 20)]
     with ScriptedModel({"gemini": steps}) as model:
@@ -203,11 +203,13 @@ def test_spend_cap_ends_the_run_within_two_responses(tmp_path):
         run = gemini.run()
         responses = served(model)
     spent = [sum(cost(m, u) for m, u in responses[: n + 1]) for n in range(len(responses))]
-    reached = next(n for n, total in enumerate(spent) if total >= cap - 1e-12)
-    print(json.dumps({"responses": len(responses), "cap_reached_by": reached + 1}))
-    # the response that reached the cap is the last one: its call was stopped with the run
-    assert len(responses) - 1 - reached <= 2, (spent, cap)
-    assert gemini.marker() == [str(n) for n in range(1, reached + 1)]
+    print(json.dumps({"responses": len(responses), "spent": spent[-1], "cap": cap}))
+    # a ceiling: the run ends at or below the cap, before the response that would cross it
+    # (estimated at $0.0026: the uncached prompt and the last output written again, so the run
+    # may stop where the next would land exactly on the cap)
+    assert spent[-1] <= cap < spent[-1] + 2 * STEP_USD, (spent, cap)
+    count = len(responses)
+    assert gemini.marker() in ([str(n) for n in range(1, count + i)] for i in (0, 1))
     status = gemini.status(run.session_id)
     assert status["blocked"]["wire"] == "session" and status["blocked"]["kind"] == "stop"
     assert status["spend_usd"] == pytest.approx(spent[-1], abs=1e-9)

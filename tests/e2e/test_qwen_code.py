@@ -151,24 +151,25 @@ def test_polls_and_edit_and_retest_are_never_refused(tmp_path):
     assert qwen.status(run.session_id)["blocked"] is None
 
 
-def test_a_spend_cap_ends_the_run_at_the_response_that_reaches_it(tmp_path):
+def test_a_spend_cap_ends_the_run_before_the_response_that_would_cross_it(tmp_path):
     cap = 0.03
     steps = [sh(f"echo {n} >> ran.txt", f"step {n}", STEP_USAGE) for n in range(1, 12)]
     with ScriptedModel({"chat": steps, "chat_default": final()}) as model:
         qwen = Qwen(tmp_path, model.url, max_usd=cap)
         run = qwen.run()
         requests = served(model)
-    # the 5th response reaches $0.030. Its record is usually on disk before the hook of its
-    # call, which is then refused; under load it lands a moment later, the call runs and the
-    # UserPromptSubmit before the 6th request ends the run. Either way no request is sent past
-    # the one that reached the cap.
-    assert len(requests) == 5
+    # after the 4th response ($0.024) the 5th (about $0.0065: its input, the last output
+    # written back, the output) would cross $0.030. The 4th's record is usually on disk before
+    # the hook of its call, which is then refused; under load it lands a moment later, the call
+    # runs and the UserPromptSubmit before the 5th request ends the run. Either way no request
+    # is sent that would cross the cap.
+    assert len(requests) == 4
     refused = refusals(run)
-    assert (qwen.ran(), len(refused)) in ((["1", "2", "3", "4"], 1), (["1", "2", "3", "4", "5"], 0))
-    assert all("spend cap is reached" in text for text in refused)
+    assert (qwen.ran(), len(refused)) in ((["1", "2", "3"], 1), (["1", "2", "3", "4"], 0))
+    assert all("would cross the session spend cap" in text for text in refused)
     status = qwen.status(run.session_id)
     assert status["blocked"]["wire"] == "session"
-    assert status["spend_usd"] == pytest.approx(5 * STEP_USD, abs=1e-9)
+    assert status["spend_usd"] == pytest.approx(4 * STEP_USD, abs=1e-9)
     assert status["spend_usd"] == pytest.approx(
         sum(cost("gpt-4.1", s["usage"]) for _, s in requests), abs=1e-6
     )

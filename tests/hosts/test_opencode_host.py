@@ -265,11 +265,15 @@ def test_zero_cost_steps_are_priced_by_the_table_as_openai_or_claude(tmp_path, g
 def test_a_reached_cap_stops_the_next_model_request_and_says_why(tmp_path, guard_env):
     db = make_db(tmp_path / "c.db")
     put_message(db, "ses_root", *step("m1", "mock", "x", 0.3, 10, 1), 10)
-    assert guard_env.run(model_call(db), RUNAWAY_GUARD_MAX_USD="0.5") == ""
+    assert guard_env.run(model_call(db), RUNAWAY_GUARD_MAX_USD="0.7") == ""
     put_message(db, "ses_root", *step("m2", "mock", "x", 0.3, 10, 1), 20)
-    answer = json.loads(guard_env.run(model_call(db), RUNAWAY_GUARD_MAX_USD="0.5"))
+    # OpenCode prices its steps: the next is estimated at the last one's $0.30
+    answer = json.loads(guard_env.run(model_call(db), RUNAWAY_GUARD_MAX_USD="0.7"))
     assert answer["decision"] == "stop"
-    assert answer["message"].startswith("runaway-guard stopped the agent: session spend $0.60")
+    assert answer["message"].startswith(
+        "runaway-guard stopped the agent: the next response would cross the session spend cap: "
+        "$0.60 spent, about $0.30 next, cap $0.70."
+    )
     assert state_of(guard_env, "ses_root")["blocked"]["wire"] == "session"
 
 

@@ -127,10 +127,10 @@ def is_guard(handler) -> bool:
 def without_guard(obj):
     """The settings object with the guard taken out (independent of the installer's code).
 
-    Guard handlers in hooks.PreToolUse and the guard's statusLine go; so does a group they
-    alone filled, then an empty PreToolUse list and an empty hooks object (the one documented
-    exception to "uninstall gives back the original": an empty container cannot be told apart
-    from one the installer made).
+    Guard handlers in hooks.PreToolUse (and GUARD_EVENTS) and the guard's statusLine go; so
+    does a group they alone filled, then an empty list and an empty hooks object (the one
+    documented exception to "uninstall gives back the original": an empty container cannot be
+    told apart from one the installer made).
     """
     obj = copy.deepcopy(without_guard_rules(obj))
     line = obj.get("statusLine")  # the guard's status line (Claude Code, Qwen Code)
@@ -139,24 +139,28 @@ def without_guard(obj):
     hooks = obj.get("hooks")
     if not isinstance(hooks, dict):
         return obj
-    groups = []
-    for group in hooks.get(EVENT, []):
-        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
-            kept = [h for h in group["hooks"] if not is_guard(h)]
-            if not kept and len(kept) != len(group["hooks"]):
-                continue
-            group = {**group, "hooks": kept}
-        groups.append(group)
-    if groups:
-        hooks[EVENT] = groups
-    else:
-        hooks.pop(EVENT, None)
+    for event in GUARD_EVENTS:
+        if event not in hooks:
+            continue
+        groups = []
+        for group in hooks[event]:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                kept = [h for h in group["hooks"] if not is_guard(h)]
+                if not kept and len(kept) != len(group["hooks"]):
+                    continue
+                group = {**group, "hooks": kept}
+            groups.append(group)
+        if groups:
+            hooks[event] = groups
+        else:
+            hooks.pop(event, None)
     if not hooks:
         del obj["hooks"]
     return obj
 
 
 EVENT = "PreToolUse"
+GUARD_EVENTS = (EVENT, "UserPromptSubmit", "Stop")  # Claude Code's and Codex's (hosts/_turns.py)
 
 
 def is_guard_rule(rule) -> bool:
@@ -398,13 +402,17 @@ def test_codex_append_keeps_positions(tmp_path, source, home):
     env = {"HOME": str(home)}
     assert run(["--host", "codex"], env, source)[0] == 0
     installed = parse(target)
-    n = len(original["hooks"][EVENT])
-    assert installed["hooks"][EVENT][:n] == original["hooks"][EVENT]
-    assert is_guard(installed["hooks"][EVENT][n]["hooks"][0])
-    assert list(installed["hooks"]) == list(original["hooks"])
-    for event in original["hooks"]:
-        if event != EVENT:
-            assert installed["hooks"][event] == original["hooks"][event]
+    # the guard's events get its group appended (Codex trusts a hook by its position), the
+    # others are left as they were, in their order
+    added = [event for event in GUARD_EVENTS if event not in original["hooks"]]
+    assert list(installed["hooks"]) == list(original["hooks"]) + added
+    for event in installed["hooks"]:
+        before = original["hooks"].get(event, [])
+        if event in GUARD_EVENTS:
+            assert installed["hooks"][event][: len(before)] == before
+            assert is_guard(installed["hooks"][event][len(before)]["hooks"][0])
+        else:
+            assert installed["hooks"][event] == before
 
 
 def test_old_guard_replaced_in_place(tmp_path, source, home):
@@ -414,7 +422,8 @@ def test_old_guard_replaced_in_place(tmp_path, source, home):
     target.write_bytes(fixture.read_bytes())
     code, out = run(["--host", "codex"], {"HOME": str(home)}, source)
     assert code == 0
-    assert "hook updated in" in out and "asks again" in out and "/hooks" in out
+    # "added": the old guard had no UserPromptSubmit or Stop entry yet
+    assert "hook added to" in out and "asks again" in out and "/hooks" in out
     groups = parse(target)["hooks"][EVENT]
     assert len(groups) == 3 and is_guard(groups[1]["hooks"][0])
     assert "/opt/x" not in groups[1]["hooks"][0]["command"]
@@ -607,7 +616,7 @@ def test_check_reports_a_broken_hook(tmp_path, source, home):
     assert run(["--host", "all", "--python", str(python)], env, source)[0] == 0
     code, out = run(["--host", "all", "--check"], env, source)
     assert code == 0, out
-    assert out.count("ok: ") == 2 and "Codex trust" in out
+    assert out.count("ok: ") == 2 * len(GUARD_EVENTS) and "Codex trust" in out  # per event
     guard = home / ".claude" / "skills" / "runaway-guard" / "skill"
     assert (guard / "ran").read_text() == "--self-check --host claude"
 
@@ -645,7 +654,9 @@ def test_check_runs_the_installed_guards_self_check(tmp_path, home):
     hook.write_text(hook.read_text() + "\ndef (\n")
     code, out = run(["--host", "claude", "--check"], env, ROOT)
     assert code == 1
-    (failed,) = [line for line in out.splitlines() if line.startswith("FAIL")]
+    fails = [line for line in out.splitlines() if line.startswith("FAIL")]
+    failed = fails[0]
+    assert fails == [failed] * len(GUARD_EVENTS)  # one per event the hook is installed for
     assert failed.startswith("FAIL: the guard's self-check exited with 1: runaway-guard is broken")
     assert "runaway_guard.hook cannot be loaded: SyntaxError" in failed
     assert failed.endswith("reinstall with: python3 installer/install.py --host claude")

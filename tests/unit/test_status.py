@@ -556,8 +556,11 @@ def test_daily_cap_spans_two_sessions_and_hosts(world):
     first = Claude(world, proj, "s-day-1")
     second = Codex(world, proj, "s-day-2")
     assert kind(first.call(**env)[1]) is None  # $0.55 of 1.50
-    # Each session under the daily cap, together over it: the next call is stopped.
-    assert kind(second.call(**env)[1]) is None  # $1.11 of 1.50, under the warning
+    # Each session under the daily cap, together over it with the next response: stopped.
+    answer = second.call(**env)[1]  # $1.11 of 1.50, and its next (about $1.14) would cross
+    assert kind(answer) == "deny"  # Codex: every rung is a deny
+    reason = answer["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "the next response would cross the daily spend cap: $1.11 spent" in reason
     answer = first.call(**env)[1]
     assert kind(answer) == "stop"
     assert "daily spend" in answer["stopReason"]

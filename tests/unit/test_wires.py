@@ -287,7 +287,15 @@ def spend_calls(guard_env, host, tmp_path, responses, cost_usage, **env):
                     "timestamp": "2026-11-30T10:00:00Z",
                     "type": "token_usage_record",
                     "payload": {"thread_id": "root", "response_id": f"r{i}", "usage": cost_usage},
-                }
+                },
+                {  # Codex writes the call before its hook runs
+                    "type": "response_item",
+                    "payload": {
+                        "type": "function_call",
+                        "name": "exec_command",
+                        "call_id": f"c{i}",
+                    },
+                },
             ],
         )
         tool = "collaborationspawn_agent" if i == responses - 1 else "Bash"
@@ -311,14 +319,20 @@ def spend_calls(guard_env, host, tmp_path, responses, cost_usage, **env):
 
 import pytest  # noqa: E402
 
+# Each response costs $0.01: 20,000 tokens read from the cache at $0.50 per million, and the
+# next is estimated at as much (the same tokens read again, no output).
+CACHED = {
+    "claude": {"input_tokens": 0, "cache_read_input_tokens": 20000, "output_tokens": 0},
+    "codex": {"input_tokens": 20000, "cached_input_tokens": 20000, "output_tokens": 0},
+}
+
 
 @pytest.mark.parametrize("host", ["claude", "codex"])
 def test_spend_wire_warns_refuses_subagents_then_stops(guard_env, tmp_path, host):
-    # Each response costs $0.01: 2,000 input tokens at $5 per million.
-    cost = {"input_tokens": 2000, "output_tokens": 0}
-    answers = spend_calls(guard_env, host, tmp_path, 8, cost, RUNAWAY_GUARD_MAX_USD="0.05")
+    answers = spend_calls(guard_env, host, tmp_path, 8, CACHED[host], RUNAWAY_GUARD_MAX_USD="0.05")
     kinds = [decision(a) for a in answers]
-    # $0.01 … $0.03: quiet; $0.04 = 80 %: told once; $0.05: the cap; the last call is a spawn.
+    # $0.01 … $0.03: quiet; $0.04 = 80 %: told once (the next, $0.01, would land on the cap,
+    # not cross it); $0.05: the cap; the last call is a spawn.
     assert kinds[:3] == [None, None, None]
     assert kinds[3] == "tell"
     if host == "claude":
@@ -337,8 +351,7 @@ def test_spend_wire_warns_refuses_subagents_then_stops(guard_env, tmp_path, host
 
 @pytest.mark.parametrize("host", ["claude", "codex"])
 def test_spawning_is_refused_first(guard_env, tmp_path, host):
-    cost = {"input_tokens": 2000, "output_tokens": 0}
-    answers = spend_calls(guard_env, host, tmp_path, 5, cost, RUNAWAY_GUARD_MAX_USD="0.06")
+    answers = spend_calls(guard_env, host, tmp_path, 5, CACHED[host], RUNAWAY_GUARD_MAX_USD="0.06")
     kinds = [decision(a) for a in answers]
     # At $0.05 of $0.06 (over the 80 % warning) a new subagent is refused, the work goes on.
     assert kinds == [None, None, None, None, "deny"]

@@ -22,6 +22,9 @@ host"):
   the hook neither watches for it nor keeps the call waiting for an outcome by it (sync books
   every outcome itself).
 
+Shared helpers, never a host: _files.py (session files), _procs.py (the host's process),
+_turns.py (Claude Code's and Codex's prompt and turn-end events).
+
 This module imports no host module: a call imports only its own host's.
 """
 

@@ -25,6 +25,7 @@ from ._files import (
     local_day,
     read_all,
 )
+from ._turns import EVENTS, answering_turn, render_stop, turn_call
 
 NAME = "claude"
 LABEL = "Claude Code"
@@ -39,7 +40,9 @@ INSTALL = {
     "user": {"settings": "settings.json", "skills": "skills"},
     "project": {"settings": ".claude/settings.local.json", "skills": ".claude/skills"},
     "binaries": ("claude",),
-    "entry": hook_entry("PreToolUse"),
+    # UserPromptSubmit and Stop: spend with no tool call (a past cap refuses a new prompt, and
+    # a turn another Stop hook keeps going ends there)
+    "entry": hook_entry(*EVENTS),
     # Claude Code's own rules: its file tools (Edit covers Write, MultiEdit and NotebookEdit)
     # ask before they change the guard's folders, even where the hook cannot run.
     "guard_rules": {"list": ("permissions", "ask"), "rule": "Edit({path}/**)"},
@@ -95,8 +98,9 @@ _REJECTED = (
 
 
 def call(payload):
-    if payload.get("hook_event_name", "PreToolUse") != "PreToolUse":
-        return None  # the guard is installed for PreToolUse only
+    turn, fired = turn_call(NAME, payload, "prompt_id")
+    if turn:
+        return fired
     return Call(
         NAME,
         payload.get("session_id"),
@@ -112,7 +116,10 @@ def call(payload):
 
 
 def render(decision):
-    """PreToolUse's answer: the reason for the model, a systemMessage for the person."""
+    """PreToolUse's answer: the reason for the model, a systemMessage for the person; at a
+    prompt or a turn's end only a stop is said (render_stop)."""
+    if answering_turn():
+        return render_stop(decision)
     if not decision:
         return ""
     kind = decision["kind"]
@@ -328,7 +335,14 @@ class _Reader:
             for segment in paused:
                 if isinstance(segment, dict) and isinstance(segment.get("usage"), dict):
                     pusd += pricing.claude_cost(model, segment["usage"])[0]
-        self.ledger.usage(key, agent, model, pusd, known, out, local_day(record.get("timestamp")))
+        usage = message["usage"]
+        cached = count(usage.get("cache_read_input_tokens")) + count(
+            usage.get("cache_creation_input_tokens")
+        )
+        context = count(usage.get("input_tokens")) + cached
+        ahead = (context, cached, pricing.token_pricer(model, True))
+        day = local_day(record.get("timestamp"))
+        self.ledger.usage(key, agent, model, pusd, known, out, day, ahead)
         if agent == "main":
             self.entry["model"] = model
 

@@ -29,6 +29,7 @@ from ._files import (
     local_day,
     read_all,
 )
+from ._turns import EVENTS, answering_turn, render_stop, turn_call
 
 NAME = "codex"
 LABEL = "Codex"
@@ -50,11 +51,13 @@ INSTALL = {
     "user": {"settings": "hooks.json", "skills": "skills"},
     "project": {"settings": ".codex/hooks.json", "skills": ".agents/skills"},
     "binaries": ("codex",),
-    "entry": hook_entry("PreToolUse"),
+    # UserPromptSubmit and Stop: spend with no tool call (a past cap refuses a new prompt, and
+    # a turn another Stop hook keeps going ends there)
+    "entry": hook_entry(*EVENTS),
     "after_install": (
-        "Codex: the hook does NOT run until you trust it. Start codex, open /hooks and trust the "
-        "runaway-guard hook{changed}. `codex exec` skips untrusted hooks silently, without any "
-        "warning.",
+        "Codex: the hooks do NOT run until you trust them. Start codex, open /hooks and trust the "
+        "runaway-guard hooks (tool calls, prompts, turn ends){changed}. `codex exec` skips "
+        "untrusted hooks silently, without any warning.",
     ),
     "after_install_project": (
         "Project hooks load only in a trusted project: trust {project} when Codex asks (or run "
@@ -91,8 +94,9 @@ INSTALL = {
 PLUGIN_HOOK_KEY = "runaway-guard@runaway-guard:plugin.json#hooks[0]:pre_tool_use:0:0"
 
 
-def check_note(settings_path, handler, position, group, environ):
-    """For `install.py --check`, best effort: does config.toml hold a trusted hash for this hook?
+def check_note(settings_path, handler, position, group, environ, event="PreToolUse"):
+    """For `install.py --check`, best effort: does config.toml hold a trusted hash for this hook
+    (the entry at position in event's list)?
 
     Codex runs a hook only once the person trusted it in /hooks; the trust is recorded per file
     and position with a hash of the hook's definition (the format is internal to Codex).
@@ -104,7 +108,9 @@ def check_note(settings_path, handler, position, group, environ):
         environ.get("HOME") or fs.expanduser("~"), ".codex"
     )
     config = fs.join(codex_home, "config.toml")
-    definition = {"event_name": "pre_tool_use"}
+    # Codex's name for the event: PreToolUse -> pre_tool_use
+    name = "".join(f"_{c.lower()}" if c.isupper() else c for c in event).lstrip("_")
+    definition = {"event_name": name}
     if isinstance(group, dict) and group.get("matcher") is not None:
         definition["matcher"] = group["matcher"]
     normal = {
@@ -125,7 +131,7 @@ def check_note(settings_path, handler, position, group, environ):
         text = ""
     group_index, handler_index = position
     paths = (str(settings_path), fs.realpath(settings_path))
-    keys = {f"{path}:pre_tool_use:{group_index}:{handler_index}" for path in paths}
+    keys = {f"{path}:{name}:{group_index}:{handler_index}" for path in paths}
     if digest in text and any(key in text for key in keys):
         return "Codex trust: a trusted hash for this hook is recorded in config.toml."
     if any(key in text for key in keys):
@@ -177,8 +183,9 @@ _TOOL_ERRORS = ("unsupported call:", "write_stdin failed:", "unable to locate")
 
 
 def call(payload):
-    if payload.get("hook_event_name", "PreToolUse") != "PreToolUse":
-        return None  # the guard is installed for PreToolUse only
+    turn, fired = turn_call(NAME, payload, "turn_id")
+    if turn:
+        return fired
     agent = payload.get("agent_id")
     return Call(
         NAME,
@@ -196,7 +203,10 @@ def call(payload):
 
 
 def render(decision):
-    """A deny with its reason, or additionalContext alone: nothing else passes on Codex."""
+    """A deny with its reason, or additionalContext alone: nothing else passes on Codex's
+    PreToolUse; at a prompt or a turn's end only a stop is said (render_stop)."""
+    if answering_turn():
+        return render_stop(decision)
     if not decision:
         return ""
     model_text = decision.get("model") or ""
@@ -474,7 +484,8 @@ class _Reader:
         self.entry = entry
         self.root_id = root_id
         self.windows = windows if windows is not None else [None]
-        self.priced_as = self.pricer = None  # (model, tier) and its pricing.codex_usage_pricer
+        # (model, tier), its pricing.codex_usage_pricer and codex_pricer (the next request's)
+        self.priced_as = self.pricer = self.tokens_pricer = None
 
     def __call__(self, raw):
         self.line(raw)
@@ -551,6 +562,7 @@ class _Reader:
         if self.priced_as != (model, tier):
             self.priced_as = (model, tier)
             self.pricer = pricing.codex_usage_pricer(model, tier)
+            self.tokens_pricer = pricing.codex_pricer(model, tier)
         pusd, known = self.pricer(usage)
         self.ledger.usage(
             key,
@@ -560,6 +572,12 @@ class _Reader:
             known,
             count(usage.get("output_tokens")),
             local_day(timestamp),
+            (
+                count(usage.get("input_tokens")),
+                count(usage.get("cached_input_tokens"))
+                + count(usage.get("cache_write_input_tokens")),
+                self.tokens_pricer,
+            ),
         )
 
     def _usage_record(self, record, payload):

@@ -36,6 +36,7 @@ import time
 from .. import fs, jsonio, pricing, text_loops
 from ..calls import MODEL, NOT_JSON, TOOL, Call, count, fingerprint, ignore, ignored, tool_name
 from ..decisions import ASK, DENY, STOP, TELL
+from ..estimate import LAST_COST
 from ._files import local_day, read_file, say_ignored
 
 NAME = "copilot"
@@ -475,7 +476,8 @@ class _Reader:
         agent = parent if isinstance(parent, str) and parent else "main"
         model, pusd, known = _price(usage)
         out = count(usage.get("outputTokens"))
-        self.book.usage(key, agent, model, pusd, known, out, local_day(record.get("timestamp")))
+        day = local_day(record.get("timestamp"))
+        self.book.usage(key, agent, model, pusd, known, out, day, LAST_COST)
 
     def _hook_start(self, record, data):
         hook_input = data.get("input")

@@ -24,6 +24,7 @@ other projects recorded (tests/fixtures/cursor/README.md, with sources):
 from .. import jsonio, pricing
 from ..calls import END, RESULT, Call, count, fingerprint, ignored, tool_name
 from ..decisions import DENY
+from ..estimate import LAST_COST
 from . import hook_entry
 from ._files import local_day, say_ignored
 
@@ -163,6 +164,7 @@ def sync(book, call):
             known,
             usage["output_tokens"],
             local_day(None),
+            LAST_COST,
         )
     if ignored:
         say_ignored(book)

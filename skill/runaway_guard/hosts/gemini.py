@@ -23,7 +23,18 @@ Seen on 0.61.0 (tests/fixtures/gemini/README.md):
 """
 
 from .. import fs, jsonio, ledger, pricing, tail
-from ..calls import MODEL, NOT_JSON, PROMPT, RESULT, Call, canonical, fingerprint, ignore, tool_name
+from ..calls import (
+    MODEL,
+    NOT_JSON,
+    PROMPT,
+    RESULT,
+    Call,
+    canonical,
+    count,
+    fingerprint,
+    ignore,
+    tool_name,
+)
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import head_types
 from ._files import LONG, each_line, followed, listing, local_day, read_all
@@ -627,6 +638,17 @@ class _Later:
         return [call_hash, fingerprint(_stable(text))]
 
 
+def _pricers(model):
+    """(price, known, next_price): pricing.gemini_pricer's, and the same in OpenAI's shape for
+    estimate.note (Gemini bills no cache writes: what is written is plain input)."""
+    price, known = pricing.gemini_pricer(model)
+
+    def next_price(inp, cached, written, out):
+        return price({"input": inp, "cached": cached, "output": out})[0], known
+
+    return price, known, next_price
+
+
 class _Reader:
     """Turns one session file's new lines into ledger entries."""
 
@@ -640,7 +662,7 @@ class _Reader:
         # (b'...,"toolCalls":['): a line that starts with it is that message again, with calls.
         self.again = None
         self.finished = finished  # the calls booked whose outcomes the wires have not had
-        self.prices = {}  # model: pricing.gemini_pricer(model)
+        self.prices = {}  # model: _pricers(model)
 
     def __call__(self, raw):
         self.line(raw)
@@ -724,10 +746,12 @@ class _Reader:
                 self.priced = priced
                 pricer = self.prices.get(model)
                 if pricer is None:
-                    pricer = self.prices[model] = pricing.gemini_pricer(model)
+                    pricer = self.prices[model] = _pricers(model)
                 pusd, out = pricer[0](tokens)
                 day = local_day(stamp)
-                self.ledger.usage(key, entry["agent"], model, pusd, pricer[1], out, day)
+                context = count(tokens.get("input")) + count(tokens.get("tool"))
+                ahead = (context, count(tokens.get("cached")), pricer[2])
+                self.ledger.usage(key, entry["agent"], model, pusd, pricer[1], out, day, ahead)
         calls = record.get("toolCalls")
         if isinstance(calls, list):
             self._calls(calls)

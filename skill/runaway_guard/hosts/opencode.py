@@ -38,6 +38,7 @@ import time
 from .. import fs, jsonio
 from ..calls import MODEL, Call, count, fingerprint, ignore, ignored, text, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
+from ..estimate import LAST_COST
 from ._files import say_ignored
 
 NAME = "opencode"
@@ -336,7 +337,8 @@ def _step(book, agent, message_id, data, counted):
     if counted != [pusd, output]:
         if counted is not None and not book.remembers(message_id):
             book.load_known()  # counted while open, then left the recent responses
-        book.usage(message_id, agent, model, pusd, known, output, _day(message.get("time")))
+        day = _day(message.get("time"))
+        book.usage(message_id, agent, model, pusd, known, output, day, LAST_COST)
     if _dict(message.get("time")).get("completed"):
         return True
     return [pusd, output]

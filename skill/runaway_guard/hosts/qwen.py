@@ -135,9 +135,12 @@ def price(model, input_tokens, cached, output_tokens):
     output includes reasoning. Claude models (Qwen's Anthropic provider) count cache writes
     inside input with nothing to tell them apart: they are priced as plain input."""
     cached = min(cached, input_tokens)
+    return _pricer(model)(input_tokens, cached, 0, output_tokens)
+
+
+def _pricer(model):
     # not normalize_model: `re` and its patterns cost a call as much as the interpreter's start
-    price = pricing.token_pricer(model, "claude" in model.lower())
-    return price(input_tokens, cached, 0, output_tokens)
+    return pricing.token_pricer(model, "claude" in model.lower())
 
 
 def _reported_outcome(event, payload):
@@ -238,7 +241,12 @@ class _Reader:
             out,
         )
         day = local_day(record.get("timestamp"))
-        self.ledger.usage(key, agent, model, pusd, known, out, day)
+        ahead = (
+            count(event.get("input_token_count")),
+            count(event.get("cached_content_token_count")),
+            _pricer(model),
+        )
+        self.ledger.usage(key, agent, model, pusd, known, out, day, ahead)
 
     def _result(self, record):
         if record.get("type") != "tool_result":
