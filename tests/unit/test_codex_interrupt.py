@@ -177,8 +177,14 @@ def test_calls_stopped_together_interrupt_once(guard_env, tmp_path):
     for n in range(3):  # parallel calls at the cap, or one call seen by two installs
         payload["tool_use_id"] = f"call-{n}"
         assert "spend cap is reached" in guard_env.run(payload, RUNAWAY_GUARD_MAX_USD="0.01")
-        scheduled.append(len(hook._after))
+        scheduled.append(interrupts(hook._after))
     assert scheduled == [1, 0, 0]
     payload["tool_use_id"] = "call-off"
     guard_env.run(payload, RUNAWAY_GUARD_MAX_USD="0.01", RUNAWAY_GUARD_INTERRUPT="0")
-    assert hook._after == []
+    assert interrupts(hook._after) == 0
+
+
+def interrupts(after):
+    """How many of what the hook does after its answer are Codex's end_run (a notification's
+    sender may be among them too)."""
+    return sum(step[0] is codex.end_run for step in after)
