@@ -39,13 +39,14 @@ def formats_env(receiver):
 
 def test_warning_and_stop_reach_every_format_once(world, receiver):
     session = Claude(world, world.project("proj"), "s-notify")
-    env = {"RUNAWAY_GUARD_MAX_USD": "1.3", **formats_env(receiver)}
+    # A warning at half the cap: $1.10 of $2 with about $0.69 next is still under the ceiling.
+    env = {"RUNAWAY_GUARD_MAX_USD": "2", "RUNAWAY_GUARD_WARN_AT": "0.5", **formats_env(receiver)}
     session.call(**env)  # $0.55: nothing to say
     time.sleep(0.5)
     assert receiver.received == []
-    session.call(**env)  # $1.10 of 1.30: the warning
+    session.call(**env)  # $1.10 of 2: the warning
     warnings = receiver.wait(5)
-    session.call(**env)  # over the cap: the stop
+    session.call(**env)  # the next response would cross the cap: the stop
     session.call(**env)  # stopped again: no second message
     got = receiver.wait(10)
     time.sleep(1)
@@ -66,7 +67,7 @@ def test_warning_and_stop_reach_every_format_once(world, receiver):
     first, second = by_path["/guard-topic"]
     assert first[0]["Title"] == "runaway-guard warns: session (Claude Code)"
     assert second[0]["Title"] == "runaway-guard stopped: session (Claude Code)"
-    assert b"$1.10 of $1.30" in first[1] and b"--raise-cap <USD>" in second[1]
+    assert b"$1.10 of $2.00" in first[1] and b"--raise-cap <USD>" in second[1]
     assert b"s-notify" in second[1] and str(session.project).encode() in second[1]
     slack = json.loads(by_path["/services/T0/B0/secret"][1][1])
     assert slack["text"].startswith("*runaway-guard stopped: session")
@@ -216,13 +217,17 @@ def test_a_warning_the_host_cannot_pass_on_still_reaches_the_person(world, monke
         "runaway_guard.detached.start", lambda *a, **k: sent.append(jsonio.loads(k["data"]))
     )
     session = Claude(world, world.project("proj"), "s-unsaid")
-    env = {"RUNAWAY_GUARD_MAX_USD": "1.3", "RUNAWAY_GUARD_NOTIFY_URL": "https://ntfy.sh/x"}
+    env = {
+        "RUNAWAY_GUARD_MAX_USD": "2",
+        "RUNAWAY_GUARD_WARN_AT": "0.5",
+        "RUNAWAY_GUARD_NOTIFY_URL": "https://ntfy.sh/x",
+    }
     for number in (1, 2):
         tool_use_id = f"toolu_{number}"
         session.respond(tool=(tool_use_id, "Bash", {"command": "ls"}))
         assert (
             world.run(bash_call(session, tool_use_id), **env) == ""
-        )  # $1.10 of 1.30 at the second: nothing said
+        )  # $1.10 of 2 at the second: nothing said
         hook.finish()
     assert [item["message"]["event"] for item in sent] == ["warning"]
     assert sent[0]["message"]["title"] == "runaway-guard warns: session (Claude Code)"

@@ -301,7 +301,8 @@ def test_project_daily_cap_stops_every_session_of_the_project_only(world):
     _, answer = later.call("ls", spend=False, **env)  # a new session, another host
     assert kind(answer) == "deny" and "project" in json.dumps(answer)
     elsewhere = Claude(world, other, "s-c")
-    _, answer = elsewhere.call("ls", **env)
+    # $0.55 and about $0.69 next in its own project fit $2; with proj's $1.10 they would not
+    _, answer = elsewhere.call("ls", **{**env, "RUNAWAY_GUARD_PROJECT_DAILY_USD": "2"})
     assert kind(answer) is None
     data = world.status_json("--session", "s-a", cwd=proj, **env)
     assert data["project"]["path"] == str(proj)

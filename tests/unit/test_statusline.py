@@ -53,16 +53,21 @@ def claude_payload(session):
 
 def test_the_line_follows_spend_warning_and_stop(world):
     session = Claude(world, world.project("proj"), "s-line")
-    env = {"RUNAWAY_GUARD_MAX_USD": "1.3", "RUNAWAY_GUARD_DAILY_USD": "100"}
+    # the warning at half the cap: $1.10 of $2 with about $0.69 next is under the ceiling
+    env = {
+        "RUNAWAY_GUARD_MAX_USD": "2",
+        "RUNAWAY_GUARD_WARN_AT": "0.5",
+        "RUNAWAY_GUARD_DAILY_USD": "100",
+    }
     assert line(world, claude_payload(session), **env) == (
-        "guard $0.00 / $1.30 · today $0.00 / $100.00 · ok\n"
+        "guard $0.00 / $2.00 · today $0.00 / $100.00 · ok\n"
     )
     session.call(**env)  # $0.55
     shown = line(world, claude_payload(session), **env)
-    assert shown == f"guard ${BIG_USD:.2f} / $1.30 · today ${BIG_USD:.2f} / $100.00 · ok\n"
-    session.call(**env)  # $1.10 of 1.30: the warning
+    assert shown == f"guard ${BIG_USD:.2f} / $2.00 · today ${BIG_USD:.2f} / $100.00 · ok\n"
+    session.call(**env)  # $1.10 of 2: the warning
     assert line(world, claude_payload(session), **env).endswith(" · warned\n")
-    session.call(**env)  # over the cap: stopped
+    session.call(**env)  # the next response would cross the cap: stopped
     assert line(world, claude_payload(session), **env).endswith(" · stopped: session\n")
 
 
