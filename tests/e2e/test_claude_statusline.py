@@ -76,7 +76,9 @@ def guard_lines(screen):
 
 def test_the_status_line_shows_the_guard_and_follows_the_session(tmp_path):
     require_cli(claude_bin(), "Claude Code", *claude_pin())
-    person = Person(tmp_path, max_usd=0.05)
+    # The warning at half the cap: a stop comes before the response that would cross it (about
+    # $0.011 next at $0.009 a response), so at 80 % the line would go from ok to stopped.
+    person = Person(tmp_path, max_usd=0.05, warn_at=0.5)
     prepare_home(person.home)
     out = person.install("claude")
     assert "statusLine" in (person.home / ".claude" / "settings.json").read_text(), out
