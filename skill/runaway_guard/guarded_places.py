@@ -16,7 +16,7 @@ from .config import PREFIX as SETTING
 from .config import PROJECT_FILE
 from .controls import LOOSEN, LOOSENING_FLAGS, STATUS, STATUS_SCRIPT, patched_files
 
-PLAIN_FLAGS = ("--json", "--today", "--help", "-h")
+PLAIN_FLAGS = ("--json", "--today", "--month", "--help", "-h")
 MAX_DEPTH = 8  # nested `$(…)` and `sh -c` deeper than this count as loosening
 # A longer command is not read word by word (64 KiB take about 0.4 s): it loosens when it names
 # a guarded folder, a guard variable or a project file anywhere.
@@ -355,7 +355,8 @@ def _status_flags_loosen(words):
 
 
 def _plain_status(commands, cwd, places):
-    """Only `[cd DIR &&] [python3] <this guard's status.py> [--json|--today|--session ID]`."""
+    """Only `[cd DIR &&] [python3] <this guard's status.py> [--json|--today|--month [YYYY-MM]|
+    --session ID]`."""
     if commands and commands[0].words[:1] == ["cd"] and commands[0].op in ("&&", ";", "\n"):
         first = commands[0]
         if first.writes or first.here or first.opaque:
@@ -380,14 +381,20 @@ def _plain_status(commands, cwd, places):
 
 def _plain_flags(args):
     expect_value = False
-    for word in args:
+    for before, word in zip(["", *args], args):
         if expect_value:
             expect_value = False
         elif word == "--session":
             expect_value = True
-        elif word not in PLAIN_FLAGS and not word.startswith("--session="):
+        elif before == "--month" and _is_month(word):
+            continue  # --month's optional YYYY-MM
+        elif word not in PLAIN_FLAGS and not word.startswith(("--session=", "--month=")):
             return False
     return not expect_value
+
+
+def _is_month(word):
+    return len(word) == 7 and word[4] == "-" and word.replace("-", "", 1).isdigit()
 
 
 def _same_file(path, own):

@@ -43,6 +43,8 @@ def classify(command=None, tool="Bash", tool_input=None, cwd=PROJECT):
         (f"python3 {STATUS}", PROJECT),
         (f"python3 '{STATUS}' --json", PROJECT),
         (f"python3 {STATUS} --today --json", PROJECT),
+        (f"python3 {STATUS} --month --json", PROJECT),
+        (f"python3 {STATUS} --month 2026-11 --json", PROJECT),
         (f"python3 {STATUS} --session abc-123 --json", PROJECT),
         (f"{STATUS} -h", PROJECT),
         ("python3 skill/status.py --json", str(ROOT)),  # relative to the call's folder
