@@ -54,7 +54,13 @@ def slug(heading):
 
 
 def anchors(path):
-    return {slug(line.lstrip("#")) for line in text(path).split("\n") if line.startswith("#")}
+    """The anchors of a file's headings (lines in a fenced block are no headings)."""
+    found, fenced = set(), False
+    for line in text(path).split("\n"):
+        fenced ^= line.startswith("```")
+        if line.startswith("#") and not fenced:
+            found.add(slug(line.lstrip("#")))
+    return found
 
 
 def test_every_host_has_one_row_in_the_readme_table_linking_its_page():
