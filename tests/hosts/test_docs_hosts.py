@@ -131,3 +131,11 @@ def test_every_relative_link_leads_to_a_file_and_heading(doc):
 def test_every_references_path_named_exists(doc):
     for mentioned in MENTION.findall(text(ROOT / doc)):
         assert (ROOT / mentioned).exists(), f"{doc} names {mentioned}, which is not there"
+
+
+def test_skill_md_names_every_host_and_its_host_argument():
+    skill = text(ROOT / "SKILL.md")
+    description = re.search(r"^description: (.*)$", skill, re.M).group(1)
+    assert all(module.LABEL in description for module in MODULES.values())
+    (listed,) = re.findall(r"`--host` naming the agent you run in \(([^;)]*)", skill)
+    assert labels(listed) == set(hosts.NAMES)
