@@ -184,7 +184,7 @@ def main():
 
 
 def _system_limits():
-    """What the guard does without here (README, "Operating systems"): it still refuses."""
+    """What the guard does without here (references/operating-systems.md): it still refuses."""
     fs = _load("runaway_guard.fs")
     limits = []
     if fs.lockf is None:

@@ -283,7 +283,7 @@ def _int(value):
 
 
 def today_rows(state_dir, environ=os.environ, now=None):
-    """Every session with spend today, both hosts: the `--today` table's rows."""
+    """Every session with spend today, of every host: the `--today` table's rows."""
     now = time.time() if now is None else now
     day = time.strftime("%Y-%m-%d", time.localtime(now))
     shares = ledger.day_shares(state_dir, day)

@@ -10,12 +10,15 @@ import shlex
 import subprocess
 import time
 
+import pytest
 from claude_host import claude_bin, claude_env, claude_pin, prepare_home
 from harness import Person, require_cli, slow_all
 from scripted_model import ScriptedModel, bash, text
 
 STEP_USAGE = {"input_tokens": 2995, "output_tokens": 1}  # $0.009 a response on Sonnet 4.6
 KEY = "sk-ant-test-0123456789abcdefghij"
+
+pytestmark = pytest.mark.e2e
 
 
 def trust(home, project):

@@ -35,7 +35,14 @@ _spec = importlib.util.spec_from_file_location(
 install = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = install
 _spec.loader.exec_module(install)
+from runaway_guard import hosts  # noqa: E402
 from runaway_guard_installer import hook_list, settings_file  # noqa: E402  (on sys.path now)
+
+# The hosts whose hook the installer merges into a JSON settings file the person may also edit
+# (a link, read-only, their own keys): every host of the registry with such an entry.
+SETTINGS_HOSTS = [
+    name for name in hosts.NAMES if hosts.load(name).INSTALL["entry"]["kind"] == "json-list"
+]
 
 STAND_IN_GUARD = """\
 import pathlib, sys
@@ -97,6 +104,27 @@ def settings_path(host: str, scope: str, home: Path, project: Path) -> Path:
     if scope == "user":
         return home / (".claude/settings.json" if host == "claude" else ".codex/hooks.json")
     return project / (".claude/settings.local.json" if host == "claude" else ".codex/hooks.json")
+
+
+def user_folder(host: str, home: Path) -> Path:
+    """The host's user folder under HOME (its own variable unset), from its INSTALL data."""
+    _variable, default, *sub = hosts.load(host).INSTALL["home"]
+    return home.joinpath(default, *sub)
+
+
+def user_settings(host: str, home: Path) -> Path:
+    return user_folder(host, home) / hosts.load(host).INSTALL["user"]["settings"]
+
+
+def guard_handlers_anywhere(obj):
+    """Every handler in (part of) a settings object, of any host's shape, whose command runs
+    the guard."""
+    if isinstance(obj, list):
+        return [found for item in obj for found in guard_handlers_anywhere(item)]
+    if not isinstance(obj, dict):
+        return []
+    own = [obj] if MARK in str(obj.get("command", "")) else []
+    return own + [found for value in obj.values() for found in guard_handlers_anywhere(value)]
 
 
 def skill_path(host: str, scope: str, home: Path, project: Path) -> Path:
@@ -301,7 +329,7 @@ def test_invalid_file_refused_untouched(host, scope, fixture, tmp_path, source, 
 # --------------------------------------------------------------------------- generated cases
 
 
-@pytest.mark.parametrize("host", ["claude", "codex"])
+@pytest.mark.parametrize("host", SETTINGS_HOSTS)
 def test_symlinked_settings_written_through(host, tmp_path, source, home):
     dotfiles = tmp_path / "dotfiles"
     dotfiles.mkdir()
@@ -309,14 +337,14 @@ def test_symlinked_settings_written_through(host, tmp_path, source, home):
     original = {"model": "x", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "s"}]}]}}
     real.write_text(json.dumps(original))
     os.chmod(real, 0o640)
-    link = settings_path(host, "user", home, tmp_path)
+    link = user_settings(host, home)
     link.parent.mkdir(parents=True)
     link.symlink_to(real)
     env = {"HOME": str(home)}
 
     assert run(["--host", host], env, source)[0] == 0
     assert link.is_symlink() and os.readlink(link) == str(real)
-    assert guard_handlers(parse(real))
+    assert guard_handlers_anywhere(parse(real))
     assert stat.S_IMODE(real.stat().st_mode) == 0o640
     assert run(["--host", host, "--uninstall"], env, source)[0] == 0
     assert link.is_symlink()
@@ -333,9 +361,9 @@ def test_dangling_symlink_creates_target(tmp_path, source, home):
     assert link.is_symlink() and guard_handlers(parse(real))
 
 
-@pytest.mark.parametrize("host", ["claude", "codex"])
+@pytest.mark.parametrize("host", SETTINGS_HOSTS)
 def test_read_only_file_refused(host, tmp_path, source, home, capsys):
-    target = settings_path(host, "user", home, tmp_path)
+    target = user_settings(host, home)
     target.parent.mkdir(parents=True)
     target.write_text('{"model": "opus"}\n')
     os.chmod(target, 0o444)
@@ -565,7 +593,7 @@ def test_next_steps_message(tmp_path, source, home):
 WEIRD = "h o m e 'single' \"double\" $HOME ${x} `echo pwned` ; & | \\ ü"
 
 
-@pytest.mark.parametrize("host", ["claude", "codex"])
+@pytest.mark.parametrize("host", SETTINGS_HOSTS)
 def test_installed_command_runs_through_sh(host, tmp_path, source):
     home = tmp_path / WEIRD
     home.mkdir()
@@ -575,9 +603,10 @@ def test_installed_command_runs_through_sh(host, tmp_path, source):
     python.symlink_to(sys.executable)
     env = {"HOME": str(home)}
     assert run(["--host", host, "--python", str(python)], env, source)[0] == 0
-    settings = parse(settings_path(host, "user", home, tmp_path))
-    ((_, _, handler),) = guard_handlers(settings)
-    assert handler["timeout"] == 30
+    handlers = guard_handlers_anywhere(parse(user_settings(host, home))["hooks"])
+    handler = handlers[0]
+    assert all(other == handler for other in handlers)
+    assert handler["timeout"] == hosts.load(host).INSTALL["entry"]["handler"]["timeout"]
     proc = subprocess.run(
         ["sh", "-c", handler["command"]],
         input=b'{"hook_event_name": "PreToolUse"}',
@@ -586,7 +615,8 @@ def test_installed_command_runs_through_sh(host, tmp_path, source):
         timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
-    marker = skill_path(host, "user", home, tmp_path) / "skill" / "ran"
+    skills = user_folder(host, home) / hosts.load(host).INSTALL["user"]["skills"]
+    marker = skills / "runaway-guard" / "skill" / "ran"
     assert marker.read_text() == '{"hook_event_name": "PreToolUse"}'
     assert not (tmp_path / "pwned").exists()
 

@@ -171,7 +171,7 @@ def test_one_response_priced_once_at_its_largest_output(tmp_path):
         ],
     )
     spend = sync_once(tmp_path / "state", "claude", FakeCall("claude", "s1", main))
-    # research/claude-code.md example B: (4×5 + 1843×10 + 48210×0.5 + 412×25) / 1e6
+    # Opus 4.8 per million: input $5, 1-hour write $10, read $0.5, output $25
     assert spend["total"] == round((4 * 5 + 1843 * 10 + 48210 * 0.5 + 412 * 25) * 1e6)
 
 

@@ -46,7 +46,7 @@ def mtok(rate, tokens):
 
 
 def test_research_worked_example_opus_4_8_one_hour_write():
-    # research/claude-code.md, example B, "Priced once (Opus 4.8, 1h write at $10)": ~ $0.0529.
+    # A response priced once (Opus 4.8, 1-hour write at $10 per million): ~ $0.0529.
     usage = {
         "input_tokens": 4,
         "cache_creation_input_tokens": 1843,
@@ -66,7 +66,7 @@ def test_research_worked_example_opus_4_8_one_hour_write():
 
 
 def test_ccusage_claude_session():
-    # research/pricing-and-skills.md B.3: ccusage 20.0.24 totalCost 0.2412 for these two responses.
+    # ccusage 20.0.24 printed totalCost 0.2412 for these two responses.
     sonnet = {
         "input_tokens": 1200,
         "output_tokens": 800,
@@ -560,7 +560,7 @@ def test_normalize_model_non_strings():
 CLAUDE_RATES = ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read")
 OPENAI_RATES = ("input", "cached_input", "output", "cache_write")
 
-# research/pricing-and-skills.md A.3 rule 2: read = 0.1x input, except these.
+# Anthropic's rule: a cache read costs 0.1x input, except these.
 READ_RATIO = {
     "claude-fable-5-1": 0.025,
     "claude-mythos-5-1": 0.025,

@@ -9,7 +9,7 @@ read to the next.
 Answers (seen on 0.169.0 and 0.171.0): a deny with a non-empty reason, and additionalContext
 alone; any other key, `ask` or `continue` marks the hook failed and the call runs, so every
 refusal here is a plain deny. No answer ends a turn: a stop is a deny, and then `end_run`
-ends the run from outside, the way the person would (research/codex-ending-a-turn.md).
+ends the run from outside, the way the person would (references/hosts/codex.md).
 """
 
 import time
@@ -68,8 +68,9 @@ INSTALL = {
     # prefers .codex-plugin/plugin.json and ignores the hooks of Claude's plugin.json: it wants
     # them one level down, under "hooks"). ${PLUGIN_ROOT} is replaced by the plugin's copy in
     # plugins/cache/<marketplace>/<plugin>/<version>, which `codex plugin remove` deletes. Its
-    # hook needs the person's trust, like the installer's (README, Codex). No skill: Codex does
-    # not list a plugin root's own SKILL.md as a skill ("skills": "./" lists nothing on 0.171.0).
+    # hook needs the person's trust, like the installer's (references/hosts/codex.md). No skill:
+    # Codex does not list a plugin root's own SKILL.md as a skill ("skills": "./" lists nothing
+    # on 0.171.0).
     "plugin": {
         "manifests": {
             ".codex-plugin/plugin.json": {

@@ -1,4 +1,4 @@
-"""Claude Code transcript records in the shapes 2.1.x writes (see research/claude-code.md §5)."""
+"""Claude Code transcript records in the shapes 2.1.x writes (real ones: tests/fixtures/claude)."""
 
 import itertools
 
