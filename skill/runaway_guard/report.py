@@ -270,9 +270,9 @@ def _team(settings, state, now):
     """The team's fields and refusals (team.py), or the fields empty when there is no team."""
     if not settings.team:
         return dict.fromkeys(TEAM_KEYS), []
-    from . import team
+    from .team import status
 
-    return team.report(settings, state, now)
+    return status.report(settings, state, now)
 
 
 def _int(value):
