@@ -423,7 +423,7 @@ class ClaudeReal(Claude):
 sys.path.insert(
     0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "skill")
 )
-from runaway_guard.hosts.codex import _USAGE_FIELDS as _CODEX_USAGE  # noqa: E402
+from runaway_guard.hosts.codex.rollout import _USAGE_FIELDS as _CODEX_USAGE  # noqa: E402
 
 
 class CodexWriter:
