@@ -1,4 +1,4 @@
-"""Team budgets (team.py) against a stdlib stand-in for the Pushgateway and Prometheus: what is
+"""Team budgets (team/) against a stdlib stand-in for the Pushgateway and Prometheus: what is
 published, what is read back, the figures the wires use, the refresh's timing, its failures.
 
 The real servers are driven in tests/e2e/test_team_prometheus.py.
