@@ -7,7 +7,7 @@
     python3 bench/guard_bench.py --skill DIR   # another copy of skill/ (figures before a change)
     python3 bench/guard_bench.py --instructions  # also callgrind's count of one steady call
 
-Sessions come from bench/session_files.py (one generator per host, in the shapes each host
+Sessions come from bench/sessions/ (one generator per host, in the shapes each host
 writes) and are made once under bench/.data/ (gitignored), then reused. The guard runs as
 installed, `<python> -I -S guard.py`, with this interpreter (on a host whose plugin keeps it
 running, OpenCode, `guard.py --serve`, a call a line); side by side in the same run:
@@ -41,7 +41,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import session_files  # noqa: E402
+import sessions  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 GEN_VERSION = 5  # bump when a generator changes: old data is made again
@@ -70,7 +70,7 @@ SERVED = {"opencode"}
 
 def generation(host):
     """The data's version: the bench's, and the generator's own (`version`, when it changed)."""
-    return f"{GEN_VERSION}.{getattr(session_files.GENERATORS[host], 'version', 0)}"
+    return f"{GEN_VERSION}.{getattr(sessions.GENERATORS[host], 'version', 0)}"
 
 
 def session_data(data_dir, host, size_mb, subagents):
@@ -92,7 +92,7 @@ def session_data(data_dir, host, size_mb, subagents):
         os.makedirs(folder)
         print(f"making a {host} session of {size_mb} MB + {subagents} ...", flush=True)
         started = time.monotonic()
-        info = session_files.GENERATORS[host]().make(folder, size_mb, subagents)
+        info = sessions.GENERATORS[host]().make(folder, size_mb, subagents)
         info["gen"] = generation(host)
         info["sizes"] = {path: os.path.getsize(path) for path in info["files"]}
         with open(meta_path, "w") as handle:
@@ -100,12 +100,12 @@ def session_data(data_dir, host, size_mb, subagents):
         print(f"  done in {time.monotonic() - started:.1f} s", flush=True)
     info["host"] = host
     undo_appends(info)
-    session_files.date_subagents(info)
+    sessions.date_subagents(info)
     return info
 
 
 def undo_appends(info):
-    undo = getattr(session_files.GENERATORS[info["host"]], "undo", None)
+    undo = getattr(sessions.GENERATORS[info["host"]], "undo", None)
     if undo is not None:
         undo(info)
         return
@@ -270,7 +270,7 @@ class Series:
 
     def __init__(self, ctx, host, info, env):
         self.ctx, self.info, self.env = ctx, info, env
-        self.generator = session_files.GENERATORS[host]()
+        self.generator = sessions.GENERATORS[host]()
         self.guard = [sys.executable, "-I", "-S", ctx.guard]
         self.step = 0
         self.servers = {} if host in SERVED else None
@@ -778,11 +778,11 @@ def main():
     names = registered_hosts(ctx.skill)
     wanted = [name for name in args.hosts.split(",") if name] or names
     missing = [
-        (name, "no generator in bench/session_files.py")
+        (name, "no generator in bench/sessions/")
         for name in wanted
-        if name not in session_files.GENERATORS
+        if name not in sessions.GENERATORS
     ]
-    hosts_to_run = [name for name in wanted if name in session_files.GENERATORS]
+    hosts_to_run = [name for name in wanted if name in sessions.GENERATORS]
     if args.breakdown:
         breakdown(ctx, hosts_to_run)
         return 0
@@ -800,7 +800,7 @@ def main():
                     row = measure(ctx, host, size, SUBAGENTS, full=False)
                     by_size.append((size, row["ratio"]))
             by_files, state = [], None
-            if session_files.GENERATORS[host].subagent_files:
+            if sessions.GENERATORS[host].subagent_files:
                 for count in (1, SUBAGENTS, 200):
                     ratio = dict(by_size).get(100) if count == SUBAGENTS else None
                     if ratio is None:

@@ -163,14 +163,15 @@ def _note_missing_hook():
 
 
 def _team_sync(settings, as_json):
-    from runaway_guard import report, team
+    from runaway_guard import report
     from runaway_guard.money import money, usd
+    from runaway_guard.team import refresher
 
     if not settings.team:
         problems = "; ".join(settings.problems) or "RUNAWAY_GUARD_TEAM is not set"
         print(f"status.py: no team is configured ({problems})", file=sys.stderr)
         return 2
-    cache = team.sync(settings)
+    cache = refresher.sync(settings)
     if as_json:
         print(report.to_json(cache))
     else:

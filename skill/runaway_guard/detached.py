@@ -41,8 +41,8 @@ def start(module, args, environ, state_dir, pass_fd=None, data=None, more=()):
     env = {k: v for k, v in environ.items() if k.startswith("RUNAWAY_GUARD_") or k in PASS + more}
     env["RUNAWAY_GUARD_STATE_DIR"] = state_dir
     skill = fs.dirname(fs.dirname(fs.abspath(__file__)))
-    boot = f"import sys;sys.path.insert(0,sys.argv[1]);from runaway_guard import {module};"
-    argv = [sys.executable, "-I", "-S", "-c", boot + f"{module}.child()", skill, *args]
+    boot = f"import sys;sys.path.insert(0,sys.argv[1]);import runaway_guard.{module} as module;"
+    argv = [sys.executable, "-I", "-S", "-c", boot + "module.child()", skill, *args]
     options = {}
     if sys.platform == "win32":
         options["creationflags"] = 0x00000008 | 0x00000200 | 0x08000000  # detached, no window

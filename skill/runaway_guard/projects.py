@@ -359,7 +359,7 @@ def status(state, settings, state_dir, now=None):
 
 
 def labelled_months(state_dir, month):
-    """This machine's spend in a month per project label a team set (team.py publishes it):
+    """This machine's spend in a month per project label a team set (team/ publishes it):
     {label: picodollars}; files without a valid label are left out."""
     from .config import is_label
 

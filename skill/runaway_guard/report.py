@@ -267,12 +267,12 @@ def _project_refusing(project):
 
 
 def _team(settings, state, now):
-    """The team's fields and refusals (team.py), or the fields empty when there is no team."""
+    """The team's fields and refusals (team/status.py), or empty fields when there is no team."""
     if not settings.team:
         return dict.fromkeys(TEAM_KEYS), []
-    from . import team
+    from .team import status
 
-    return team.report(settings, state, now)
+    return status.report(settings, state, now)
 
 
 def _int(value):

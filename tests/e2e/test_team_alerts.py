@@ -17,8 +17,8 @@ from prometheus_servers import SCRAPE, Servers, _ready, binary, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "skill"))
-from runaway_guard import team  # noqa: E402
 from runaway_guard.money import PICO  # noqa: E402
+from runaway_guard.team import metrics  # noqa: E402
 
 RULES = ROOT / "team" / "alerts.yml"
 ALERTMANAGER = ROOT / "team" / "alertmanager.yml"
@@ -78,8 +78,8 @@ def alerting(tmp_path):
 
 def push(servers, user, machine, usd):
     month, day = time.strftime("%Y-%m"), time.strftime("%Y-%m-%d")
-    body = team.exposition(month, day, round(usd * PICO), round(usd * PICO)).encode()
-    url = servers.gateway_url + team.group_path("acme", user, machine)
+    body = metrics.exposition(month, day, round(usd * PICO), round(usd * PICO)).encode()
+    url = servers.gateway_url + metrics.group_path("acme", user, machine)
     request = urllib.request.Request(url, data=body, method="PUT")
     with urllib.request.urlopen(request, timeout=5):
         pass

@@ -230,7 +230,7 @@ def read(reader_class, lines, agent, ver, pending):
 
 
 def row(block, parent=None, requested="claude-opus-4-8", late=(), decoy=False, **changes):
-    """A row of one response as Claude Code 2.1.328 writes it (bench/session_files.py writes them
+    """A row of one response as Claude Code 2.1.328 writes it (bench/sessions/claude.py writes them
     so), its message's members changed by changes, those named in late moved after the content,
     and with decoy an object before the message that looks like one."""
     message = {

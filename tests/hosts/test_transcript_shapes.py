@@ -10,7 +10,8 @@ from guard_env import jsonl
 from hypothesis import given
 from hypothesis import strategies as st
 from runaway_guard import fs, jsonio, ledger, pricing
-from runaway_guard.hosts import claude, codex
+from runaway_guard.hosts import claude
+from runaway_guard.hosts.codex import rollout
 from test_jsonio import record_values, tricky_text
 from test_ledger import CODEX_EXPECTED, FakeCall, codex_session, sync_once
 
@@ -123,7 +124,7 @@ def test_codex_model_carried_from_one_read_to_the_next(tmp_path):
 
 
 def test_codex_outcomes_old_and_new():
-    from runaway_guard.hosts.codex import outcome
+    from runaway_guard.hosts.codex.rollout import outcome
 
     new_fail = "Chunk ID: 1\nWall time: 0.2 seconds\nProcess exited with code 2\nOutput:\nno"
     new_fail_again = "Chunk ID: 9\nWall time: 0.7 seconds\nProcess exited with code 2\nOutput:\nno"
@@ -261,8 +262,8 @@ def head_types_decision(host, data, start, end, expecting):
     if host == "codex":
         kind, inner = jsonio.head_types(data, start, end, "payload")
         if kind == "response_item":
-            return not expecting or (inner is not None and inner not in codex._OUTPUTS)
-        return kind == "event_msg" and inner is not None and inner not in codex._EVENTS
+            return not expecting or (inner is not None and inner not in rollout._OUTPUTS)
+        return kind == "event_msg" and inner is not None and inner not in rollout._EVENTS
     kind = jsonio.head_types(data, start, end)[0]
     return kind is not None and (
         kind not in claude._COUNTED
@@ -276,7 +277,7 @@ def test_heads_read_by_shape_pass_over_what_head_types_would(line, expecting):
     data = bytearray(b"junk\n" + line + b"\nmore")
     end = 5 + len(line)
     readers = {
-        "codex": codex._Reader(Waiting(expecting), {"agent": "main"}, "root"),
+        "codex": rollout._Reader(Waiting(expecting), {"agent": "main"}, "root"),
         "claude": claude._Reader(Waiting(expecting), {"agent": "main", "ver": "2.1.328"}),
     }
     for host, reader in readers.items():
@@ -327,12 +328,14 @@ _counts = (
     | st.floats(-5, 300_000)
     | st.sampled_from([float("nan"), float("inf"), "12"])
 )
-_usages = st.dictionaries(st.sampled_from(codex._USAGE_FIELDS), _counts) | st.none() | st.just([1])
+_usages = (
+    st.dictionaries(st.sampled_from(rollout._USAGE_FIELDS), _counts) | st.none() | st.just([1])
+)
 
 
 def _priced_as_counted(model, tier, raw):
     """The entry reading every count first (_usage) and pricing them with the table gives."""
-    counted = codex._usage(raw)
+    counted = rollout._usage(raw)
     inp = counted["input_tokens"]
     cached = min(counted["cached_input_tokens"], inp)
     written = min(counted["cache_write_input_tokens"], inp - cached)
@@ -365,7 +368,7 @@ def test_codex_usage_records_are_priced_as_their_counts(turns):
     root = tempfile.mkdtemp()
     try:
         with ledger.Ledger(root, "codex", "s") as book:
-            codex._Reader(book, {"agent": "main"}, "t").lines(data, 0, len(data))
+            rollout._Reader(book, {"agent": "main"}, "t").lines(data, 0, len(data))
             recent = book.state["recent"]
             booked = [tuple(recent[f"t:r{n}"][1:4]) for n in range(len(turns))]
     finally:

@@ -8,7 +8,7 @@ from guard_env import ROOT
 from runaway_guard.hosts import NAMES
 
 sys.path.insert(0, str(ROOT / "bench"))
-import session_files
+import sessions
 
 
 def test_quick_bench_measures_every_host_with_a_generator(tmp_path):
@@ -23,7 +23,7 @@ def test_quick_bench_measures_every_host_with_a_generator(tmp_path):
     assert " ! " not in done.stdout, done.stdout  # no call failed or wrote to stderr
     rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and " MB + " in line]
     # claude-real is Claude Code in another record mix, measured when asked for (--hosts)
-    hosts = sorted(name for name in session_files.GENERATORS if name in NAMES)
+    hosts = sorted(name for name in sessions.GENERATORS if name in NAMES)
     assert sorted(line.split("|")[1].strip() for line in rows) == hosts
     for line in rows:  # every row measured the session's state file (a size in KB, not 0)
         state = line.split("|")[9].strip()

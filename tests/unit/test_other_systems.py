@@ -11,6 +11,7 @@ from guard_env import SKILL
 from runaway_guard import fs
 from runaway_guard.calls import Call
 from runaway_guard.hosts import _procs, codex, copilot
+from runaway_guard.hosts.codex import rollout
 
 # ps as macOS shows it: pid -> (ppid, comm, args); the Codex app's path has a space in it
 PS = {
@@ -126,7 +127,7 @@ def test_windows_rollout_paths_split_at_backslashes(monkeypatch):
     assert _files._split(day + r"\rollout-a.jsonl") == (day + "\\", "rollout-a.jsonl")
     looked = []
     monkeypatch.setattr(fs, "isdir", lambda path: looked.append(path) or True)
-    folders = codex._day_folders(day)
+    folders = rollout._day_folders(day)
     assert folders[0] == day and len(folders) >= 2
     assert all(p.startswith(r"C:\Users\me\.codex\sessions\20") for p in looked)
 

@@ -409,9 +409,9 @@ def test_a_team_label_names_the_project_in_the_published_month(tmp_path):
     settings.team_project = None  # another project, without a label
     projects.track({"spend": {"day": {today: 5}}}, Call(str(other), "s2"), settings)
     assert projects.labelled_months(settings.state_dir, today[:7]) == {"billing": 2 * 10**12}
-    from runaway_guard import team
+    from runaway_guard.team import metrics
 
-    body = team.exposition(today[:7], today, 1, 1, {"billing": 2 * 10**12})
+    body = metrics.exposition(today[:7], today, 1, 1, {"billing": 2 * 10**12})
     line = f'runaway_guard_project_month_spend_usd{{month="{today[:7]}",project="billing"}}'
     assert f"{line} 2.000000000000\n" in body
 

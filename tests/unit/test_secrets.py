@@ -13,6 +13,7 @@ from guard_env import fuzz, jsonl
 from hypothesis import given
 from hypothesis import strategies as st
 from runaway_guard import config, hook, ledger, log, render, report, team
+from runaway_guard.team import refresher
 from test_team import FakeServers, environ_for
 
 SECRET = "Zq7sekrit"
@@ -88,7 +89,7 @@ def test_a_password_with_a_slash_is_refused_not_sent_to_the_wrong_host(guard_env
         settings = config.load(
             None, environ_for(guard_env, servers.url.replace("//", "//ci:a%2Fb@"))
         )
-        assert team.refresh(settings)["error"] is None
+        assert refresher.refresh(settings)["error"] is None
         assert {r[3]["Authorization"] for r in servers.requests} == {"Basic Y2k6YS9i"}  # ci:a/b
     finally:
         servers.close()
@@ -149,7 +150,7 @@ def test_no_password_is_shown_anywhere_whatever_the_url(tmp_path_factory, shape,
         hook.run(json.dumps(pre_tool_use(transcript, "toolu_1", session="s")).encode(), env)
     )
     if settings.team:  # a valid URL: what a refresh that fails records (a port nobody serves)
-        cache = team.refresh(settings)
+        cache = refresher.refresh(settings)
         shown.append(cache["error"] or "")
         shown += [json.dumps(d) for d in team.decisions(settings, {"spend": {}}, "Bash", {})]
     logged = guard_env.state_dir / "hook.log"

@@ -158,7 +158,7 @@ def test_a_missing_host_module_fails_the_self_check_for_that_host(tmp_path):
     """The hook loads and each call of that host fails open (a `fail-open` line): the
     self-check names the module."""
     skill = installed_copy(tmp_path)
-    (skill / "runaway_guard" / "hosts" / "codex.py").unlink()
+    shutil.rmtree(skill / "runaway_guard" / "hosts" / "codex")
     environ = environment(tmp_path)
     done = run_guard(skill, environ, "--self-check", "--host", "codex")
     assert done.returncode == 1

@@ -1,4 +1,4 @@
-"""Team budgets (team.py) against a stdlib stand-in for the Pushgateway and Prometheus: what is
+"""Team budgets (team/) against a stdlib stand-in for the Pushgateway and Prometheus: what is
 published, what is read back, the figures the wires use, the refresh's timing, its failures.
 
 The real servers are driven in tests/e2e/test_team_prometheus.py.
@@ -19,6 +19,9 @@ from guard_env import GUARD, jsonl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from runaway_guard import config, ledger, team
+from runaway_guard.team import metrics, refresher, totals
+from runaway_guard.team import servers as team_servers
+from runaway_guard.team import status as team_status
 
 PICO = 10**12
 NOW = time.mktime((2026, 12, 15, 12, 0, 0, 0, 0, -1))
@@ -235,9 +238,9 @@ def test_the_hook_imports_team_only_for_a_team_and_never_the_network(guard_env):
 
 
 def test_exposition_is_exact_to_the_picodollar():
-    assert team.usd_text(0) == "0.000000000000"
-    assert team.usd_text(1_234_567_890_123_456) == "1234.567890123456"
-    body = team.exposition("2026-12", "2026-12-15", 5 * PICO + 1, 7)
+    assert metrics.usd_text(0) == "0.000000000000"
+    assert metrics.usd_text(1_234_567_890_123_456) == "1234.567890123456"
+    body = metrics.exposition("2026-12", "2026-12-15", 5 * PICO + 1, 7)
     assert 'runaway_guard_month_spend_usd{month="2026-12"} 5.000000000001\n' in body
     assert 'runaway_guard_day_spend_usd{day="2026-12-15"} 0.000000000007\n' in body
     assert body.count("# TYPE") == 2
@@ -254,7 +257,7 @@ def test_machine_totals_sum_every_session_of_both_hosts_from_the_ledger(guard_en
     (state_dir / "sessions" / "claude" / "c2.state").write_text("{damaged")
     for path in (state_dir / "sessions").glob("*/*"):
         os.utime(path, (NOW - 60, NOW - 60))  # written a minute before NOW
-    month_total, day_total, sessions = team.machine_totals(str(state_dir), MONTH, DAY, NOW)
+    month_total, day_total, sessions = totals.machine_totals(str(state_dir), MONTH, DAY, NOW)
     assert month_total == round((1.5 + 0.25 + 2.0 + 0.125 + 3.0) * PICO)
     assert day_total == round((1.5 + 2.0 + 0.125 + 3.0) * PICO)
     assert sessions["claude:c1"] == [round(1.75 * PICO), round(1.5 * PICO)]
@@ -266,11 +269,11 @@ def test_a_state_written_before_the_month_is_not_read(guard_env):
     book(guard_env.state_dir, "claude", "old", [("a", 5.0, DAY)])  # a day in its ledger, but
     path = guard_env.state_dir / "sessions" / "claude" / "old.state"
     os.utime(path, (NOW - 40 * 86400, NOW - 40 * 86400))  # last written long before the month
-    assert team.machine_totals(str(guard_env.state_dir), MONTH, DAY, NOW)[0] == 0
+    assert totals.machine_totals(str(guard_env.state_dir), MONTH, DAY, NOW)[0] == 0
 
 
 def test_the_query_names_team_person_and_this_machine_only():
-    text = team.query_text("acme", "alice", "m1", "2026-12", "2026-12-15")
+    text = metrics.query_text("acme", "alice", "m1", "2026-12", "2026-12-15")
     assert 'sum(runaway_guard_month_spend_usd{team="acme",month="2026-12",machine!="m1"})' in text
     assert 'user="alice",day="2026-12-15",machine="m1"' in text
     assert text.count("label_replace") == 4
@@ -283,7 +286,7 @@ def test_refresh_puts_the_group_and_reads_the_others(guard_env, servers):
     settings = team_settings(guard_env, servers.url)
     book(guard_env.state_dir, "claude", "c1", [("a", 1.5, DAY)])
     servers.sums = {"team_others": 10.25, "person_others": 0.5, "team_mine": 1.5}
-    cache = team.refresh(settings, NOW)
+    cache = refresher.refresh(settings, NOW)
     put = [r for r in servers.requests if r[0] == "PUT"]
     assert len(put) == 1
     assert (
@@ -300,10 +303,12 @@ def test_refresh_puts_the_group_and_reads_the_others(guard_env, servers):
 
 
 def test_a_renamed_user_deletes_this_machines_old_group(guard_env, servers):
-    team.refresh(team_settings(guard_env, servers.url), NOW)
+    refresher.refresh(team_settings(guard_env, servers.url), NOW)
     old_group = team.read_cache(str(guard_env.state_dir))["group"]
     servers.requests.clear()
-    cache = team.refresh(team_settings(guard_env, servers.url, RUNAWAY_GUARD_USER="al"), NOW + 1)
+    cache = refresher.refresh(
+        team_settings(guard_env, servers.url, RUNAWAY_GUARD_USER="al"), NOW + 1
+    )
     methods = [(r[0], r[1]) for r in servers.requests]
     assert methods[0] == ("DELETE", old_group) and methods[1][0] == "PUT"
     assert "/user/al/" in cache["group"] and cache["orphans"] == []
@@ -313,10 +318,10 @@ def test_credentials_in_a_url_go_as_basic_auth_and_are_never_shown(guard_env, se
     url = servers.url.replace("http://", "http://ci:s3cret@")
     settings = team_settings(guard_env, url)
     servers.fail["PUT"] = 500
-    cache = team.refresh(settings, NOW)
+    cache = refresher.refresh(settings, NOW)
     assert servers.requests[0][3]["Authorization"] == "Basic Y2k6czNjcmV0"
     assert "s3cret" not in cache["error"] and "HTTP 500" in cache["error"]
-    assert "s3cret" not in json.dumps(team.report(settings, {"spend": {}}, NOW)[0])
+    assert "s3cret" not in json.dumps(team_status.report(settings, {"spend": {}}, NOW)[0])
 
 
 @pytest.mark.parametrize(
@@ -326,7 +331,7 @@ def test_credentials_in_a_url_go_as_basic_auth_and_are_never_shown(guard_env, se
 def test_server_troubles_are_recorded_and_keep_the_last_figures(guard_env, servers, trouble):
     settings = team_settings(guard_env, servers.url)
     servers.sums = {"team_others": 3.0, "person_others": 1.0}
-    good = team.refresh(settings, NOW)
+    good = refresher.refresh(settings, NOW)
     if trouble == "put-500":
         servers.fail["PUT"] = 500
     elif trouble == "query-500":
@@ -340,28 +345,28 @@ def test_server_troubles_are_recorded_and_keep_the_last_figures(guard_env, serve
             b'[{"metric":{"part":"team_others"},"value":[1,"NaN"]}]}}',
         }[trouble]
     servers.sums = {"team_others": 4.0, "person_others": 2.0}
-    cache = team.refresh(settings, NOW + 30)
+    cache = refresher.refresh(settings, NOW + 30)
     assert cache["error"] and cache["failures"] == 1 and cache["stale_since"] == NOW + 30
     if trouble == "put-500":  # what Prometheus says is still read
         assert cache["others_month"] == round(4.0 * PICO) and cache["fetched_at"] == NOW + 30
     else:  # the last figures stay, with their time
         assert cache["others_month"] == good["others_month"] and cache["fetched_at"] == NOW
-    again = team.refresh(settings, NOW + 90)
+    again = refresher.refresh(settings, NOW + 90)
     assert again["failures"] == 2 and again["stale_since"] == NOW + 30  # stale since the first
     servers.fail.clear()
     servers.raw_query = None
-    healed = team.refresh(settings, NOW + 200)
+    healed = refresher.refresh(settings, NOW + 200)
     assert healed["error"] is None and healed["failures"] == 0 and healed["stale_since"] is None
 
 
 def test_no_machine_series_seen_long_after_pushing_warns_about_honor_labels(guard_env, servers):
     settings = team_settings(guard_env, servers.url)
     servers.sums = {"team_others": 0.0}
-    assert team.refresh(settings, NOW)["warning"] is None
-    cache = team.refresh(settings, NOW + 120)
+    assert refresher.refresh(settings, NOW)["warning"] is None
+    cache = refresher.refresh(settings, NOW + 120)
     assert "honor_labels" in cache["warning"]
     servers.sums["team_mine"] = 0.0
-    assert team.refresh(settings, NOW + 121)["warning"] is None
+    assert refresher.refresh(settings, NOW + 121)["warning"] is None
 
 
 @given(
@@ -385,8 +390,8 @@ def test_no_machine_series_seen_long_after_pushing_warns_about_honor_labels(guar
 def test_any_prometheus_answer_gives_figures_or_an_error(guard_env, monkeypatch, answer, raw):
     settings = team_settings(guard_env, "http://127.0.0.1:9")
     bodies = iter([b"", json.dumps(answer).encode() if answer is not None else raw])
-    monkeypatch.setattr(team, "_request", lambda *args, **kw: next(bodies))
-    cache = team.refresh(settings, NOW)
+    monkeypatch.setattr(team_servers, "_request", lambda *args, **kw: next(bodies))
+    cache = refresher.refresh(settings, NOW)
     assert cache["error"] or all(
         isinstance(cache[key], int) for key in ("others_month", "others_day")
     )
@@ -693,7 +698,7 @@ def sample(part, value):
         query_answer(*[sample("team_others", "1")] * 5),
         query_answer({"metric": ["part"], "value": [NOW, "1"]}),
         b'{"status":"success","data":{"result":' + b"[" * 100_000 + b"]" * 100_000 + b"}}",
-        b'{"status":"success","data":{"result":[]}}' + b" " * (team.MAX_ANSWER + 1),
+        b'{"status":"success","data":{"result":[]}}' + b" " * (team_servers.MAX_ANSWER + 1),
         b"\xff\xfe{}",
     ],
     ids=lambda answer: answer[:60].decode("utf-8", "replace"),
@@ -701,9 +706,9 @@ def sample(part, value):
 def test_a_hostile_prometheus_answer_is_ignored_and_recorded(guard_env, servers, answer):
     settings = team_settings(guard_env, servers.url)
     servers.sums = {"team_others": 3.0, "person_others": 1.0}
-    good = team.refresh(settings, NOW)
+    good = refresher.refresh(settings, NOW)
     servers.raw_query = answer
-    cache = team.refresh(settings, NOW + 30)
+    cache = refresher.refresh(settings, NOW + 30)
     assert cache["error"].startswith("Prometheus") and cache["failures"] == 1
     assert cache["others_month"] == good["others_month"] and cache["fetched_at"] == NOW
 
@@ -725,7 +730,7 @@ def test_a_redirect_is_not_followed_and_the_credentials_stay_home(guard_env, ser
     try:
         servers.redirect["GET"] = elsewhere.url
         settings = team_settings(guard_env, servers.url.replace("//", "//ci:s3cret@"))
-        cache = team.refresh(settings, NOW)
+        cache = refresher.refresh(settings, NOW)
         assert elsewhere.requests == []
         assert "HTTP 302, a redirect to http://127.0.0.1" in cache["error"]
         assert "not followed" in cache["error"] and "s3cret" not in cache["error"]
@@ -774,7 +779,7 @@ class Trickle:
 
 
 def test_a_server_that_trickles_is_cut_off_recorded_and_fail_closed_refuses(guard_env, monkeypatch):
-    monkeypatch.setattr(team, "REQUEST_S", 1.0)
+    monkeypatch.setattr(team_servers, "REQUEST_S", 1.0)
     monkeypatch.setattr(team, "start_refresh", lambda *args: None)
     trickle = Trickle()
     try:
@@ -785,7 +790,7 @@ def test_a_server_that_trickles_is_cut_off_recorded_and_fail_closed_refuses(guar
             RUNAWAY_GUARD_TEAM_MONTHLY_USD=1000,
         )
         started = time.monotonic()
-        cache = team.refresh(settings, NOW)
+        cache = refresher.refresh(settings, NOW)
         assert time.monotonic() - started < 3.5  # two requests of 1 s at most, and the rest
         assert cache["error"].count("no whole answer within 1 s") == 2
         stop = [d for d in team.decisions(settings, session_state(1, 1), "Bash", {}, NOW) if d]
@@ -800,7 +805,7 @@ def test_a_whole_refresh_keeps_to_its_deadline(guard_env, monkeypatch):
     hole = BlackHole()
     settings = team_settings(guard_env, hole.url)
     started = time.monotonic()
-    cache = team.refresh(settings, NOW, ends=time.monotonic() + 1.5)
+    cache = refresher.refresh(settings, NOW, ends=time.monotonic() + 1.5)
     assert time.monotonic() - started < 3.0
     assert "Pushgateway" in cache["error"] and "no time left" in cache["error"]
     hole.sock.close()
@@ -848,7 +853,7 @@ def test_a_refresh_that_never_ends_makes_fail_closed_refuse(guard_env, monkeypat
     assert stop["kind"] == "stop" and "has not ended" in stop["person"]
     assert len(spawned) == 2  # started again, but awaited since the first start
     # A refresh that ends removes the mark: its error or its figures decide.
-    team.refresh(settings, later)
+    refresher.refresh(settings, later)
     assert not os.path.exists(team.awaited_path(settings.state_dir))
     # Figures long unread with nothing under way: unknown.
     write_cache(guard_env.state_dir, cache_of(fetched_at=NOW - 3600, attempted_at=NOW - 3600))
@@ -890,9 +895,9 @@ def test_unusable_team_settings_with_fail_closed_refuse_every_call(guard_env, mo
     assert settings.team and settings.team_error
     stop = team.decisions(settings, session_state(0, 0), "Bash", {}, NOW)
     assert stop[0]["kind"] == "stop" and "team settings are not usable" in stop[0]["person"]
-    fields, refusing = team.report(settings, session_state(0, 0), NOW)
+    fields, refusing = team_status.report(settings, session_state(0, 0), NOW)
     assert "not usable" in fields["team"]["error"] and refusing[0]["wire"] == "team"
-    assert "not usable" in team.sync(settings)["error"]
+    assert "not usable" in refresher.sync(settings)["error"]
     # Without fail-closed they only switch team budgets off.
     env.pop("RUNAWAY_GUARD_TEAM_FAIL_CLOSED")
     assert config.load(None, {**env, **broken}).team is None
@@ -904,7 +909,7 @@ def test_the_team_folder_and_its_files_are_private(guard_env, servers, monkeypat
     folder = guard_env.state_dir / "team"
     folder.mkdir(parents=True, mode=0o755)
     folder.chmod(0o755)
-    team.refresh(settings, NOW)
+    refresher.refresh(settings, NOW)
     assert folder.stat().st_mode & 0o777 == 0o700
     for name in ("cache.json", "machine"):
         assert (folder / name).stat().st_mode & 0o777 == 0o600
@@ -913,7 +918,7 @@ def test_the_team_folder_and_its_files_are_private(guard_env, servers, monkeypat
     target.write_text("keep")
     (folder / f"cache.json.{os.getpid()}.tmp").symlink_to(target)
     with pytest.raises(OSError):
-        team.refresh(settings, NOW)
+        refresher.refresh(settings, NOW)
     (folder / f"cache.json.{os.getpid()}.tmp").unlink()
     # A link where the refresh lock is: not followed, the refresh not started.
     (folder / "refresh.lock").symlink_to(target)
@@ -934,7 +939,7 @@ def test_a_hostile_cache_sends_no_request_elsewhere(guard_env, servers):
     hostile = ["@evil.example/x", "/metrics/job/runaway_guard/team/../user/a/machine/b", 5]
     write_cache(guard_env.state_dir, cache_of(orphans=hostile, group="@evil.example/y"))
     settings = team_settings(guard_env, servers.url.replace("//", "//ci:pw@"))
-    cache = team.refresh(settings, NOW)
+    cache = refresher.refresh(settings, NOW)
     assert [r[0] for r in servers.requests] == ["PUT", "GET"] and cache["error"] is None
 
 
@@ -956,14 +961,14 @@ sample_values = (
 )
 hostile_answers = st.one_of(
     st.lists(
-        st.tuples(st.sampled_from((*team.PARTS, "x", 3)), sample_values), min_size=1, max_size=5
+        st.tuples(st.sampled_from((*metrics.PARTS, "x", 3)), sample_values), min_size=1, max_size=5
     ).map(lambda items: query_answer(*[sample(part, value) for part, value in items])),
     json_values.map(lambda value: json.dumps(value).encode()),
     st.sampled_from(["deep", "deep result", "oversized"]).map(
         lambda name: {
             "deep": b"[" * 50_000,
             "deep result": b'{"status":"success","data":{"result":' + b"[" * 50_000,
-            "oversized": query_answer() + b" " * team.MAX_ANSWER,
+            "oversized": query_answer() + b" " * team_servers.MAX_ANSWER,
         }[name]
     ),
     st.binary(max_size=40),
@@ -1036,7 +1041,7 @@ def refused_session(guard_env, servers, monkeypatch):
 
     call()  # the session's spend is read
     servers.sums = {"team_others": 0.1, "person_others": 0.0}
-    good = team.refresh(config.load(None, env))
+    good = refresher.refresh(config.load(None, env))
     assert good["error"] is None and call()["continue"] is False  # $1.60 of $1.20
     return env, call, good, project
 
@@ -1056,7 +1061,7 @@ def test_no_hostile_answer_lets_a_refused_session_pass(
     write_cache(guard_env.state_dir, good)
     servers.raw_query = answer
     servers.fail = {"PUT": put} if put else {}
-    cache = team.refresh(config.load(None, env))
+    cache = refresher.refresh(config.load(None, env))
     assert refused(call())
     assert cache["error"] or all(cache[k] >= 0 for k in ("others_month", "others_day"))
     assert_no_fail_open(guard_env)
