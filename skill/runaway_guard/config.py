@@ -11,7 +11,7 @@ the status), and the guard goes on with the rest. None of it may loosen a limit:
 that breaks keeps its last valid values (config_file.user_file), a project file's are ignored.
 """
 
-from . import config_file, fs
+from . import fs
 from .config_values import (
     DEFAULTS,
     NOTIFY_VARIABLE,
@@ -84,6 +84,18 @@ def _find_project_file(cwd):
     return None
 
 
+def _may_exist(path):
+    """False only where path is surely missing: then the file reader (config_file.py) need not
+    load, and the reader's own open finds what else may be wrong."""
+    try:
+        fs.stat(path)
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        pass
+    return True
+
+
 def load(cwd=None, environ=fs.environ):
     """The effective configuration for a call made in cwd."""
     problems = []
@@ -91,7 +103,11 @@ def load(cwd=None, environ=fs.environ):
     sources = dict.fromkeys(DEFAULTS, "default")
 
     user_path = user_config_path(environ)
-    user = config_file.user_file(user_path, environ, values, sources, problems)
+    user = {}
+    if _may_exist(user_path):
+        from . import config_file
+
+        user = config_file.user_file(user_path, environ, values, sources, problems)
 
     for key in DEFAULTS:
         name = PREFIX + key.upper()
@@ -107,6 +123,8 @@ def load(cwd=None, environ=fs.environ):
     project = {}
     project_path = _find_project_file(cwd)
     if project_path:
+        from . import config_file
+
         project = config_file.read_file(project_path, problems)[0] or {}
         for key in ("off", "state_dir", "notify_url", "plan", *TEAM_TEXTS):
             if key in project:
