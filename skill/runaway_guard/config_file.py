@@ -8,7 +8,6 @@ from .config_values import (
     PREFIX,
     TEAM_PROJECT,
     TEAM_TEXTS,
-    LongInteger,
     default_state_dir,
     invalid_line,
     number,
@@ -36,6 +35,18 @@ _KNOWN_FILE_KEYS = (
 # A flag's value that guards more, when a file gives it twice (_merge).
 _GUARDING_FLAG = {"off": False, "interrupt": True, "team_fail_closed": True}
 _FILE_TYPE, _REGULAR = 0o170000, 0o100000  # st_mode's file type bits, and a regular file's
+
+
+class LongInteger:
+    """An integer in a file too long for int() to read (over 4,300 digits since Python 3.11,
+    the security releases of 3.9 and 3.10 included): no setting's value, but no reason to drop
+    the rest of the file. Its repr is what a problem line shows (config_values.shown_value)."""
+
+    def __init__(self, digits):
+        self.digits = digits
+
+    def __repr__(self):
+        return f"an integer of {self.digits} digits"
 
 
 def read_file(path, problems):

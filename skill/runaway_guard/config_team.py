@@ -2,7 +2,8 @@
 which servers their spend and warnings go to, each from the environment or else the user's file;
 a value that cannot work is a problem line, with any password in it hidden."""
 
-from .config_values import NOTIFY_VARIABLE, PREFIX, TEAM_TEXTS, is_label, login_name
+from . import fs
+from .config_values import LABEL_TEXT, NOTIFY_VARIABLE, PREFIX, TEAM_TEXTS, is_label
 
 # Where a warning or a stop is sent (notify.py): from the user's file or the environment only.
 NOTIFY_PREFIXES = ("ntfy+", "slack+", "discord+", "teams+", "json+")
@@ -112,3 +113,17 @@ def url_problem(value):
     if port is not None and int(port) > 65535:
         return "give a port up to 65535"
     return None
+
+
+def login_name(environ=fs.environ):
+    """The person's login name as a label: LOGNAME/USER, else the password database."""
+    name = environ.get("LOGNAME") or environ.get("USER") or environ.get("USERNAME") or ""
+    if not name:
+        try:
+            import pwd
+
+            name = pwd.getpwuid(fs.getuid()).pw_name
+        except (ImportError, KeyError, AttributeError):
+            name = "unknown"
+    label = "".join(c if c in LABEL_TEXT else "_" for c in name[:64])
+    return label if is_label(label) else "unknown"

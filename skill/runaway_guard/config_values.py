@@ -59,7 +59,8 @@ TEAM_TEXTS = ("team", "user", "pushgateway_url", "prometheus_url")
 TEAM_PROJECT = "team_project"
 # Where a warning or a stop is sent (notify.py): from the user's file or the environment only.
 NOTIFY_VARIABLE = PREFIX + "NOTIFY_URL"
-_LABEL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+# The characters a team, user or project label may hold (is_label).
+LABEL_TEXT = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
 
 def user_config_path(environ=fs.environ):
@@ -104,21 +105,10 @@ def invalid_line(name, key, value):
 
 def shown_value(value):
     """A value as a problem line shows it: short, whatever it is."""
-    if isinstance(value, LongInteger):
-        return f"an integer of {value.digits} digits"
     if isinstance(value, int) and value.bit_length() > 64:  # repr refuses over 4,300 digits
         return f"an integer of about {value.bit_length() * 3 // 10} digits"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-class LongInteger:
-    """An integer in a file too long for int() to read (over 4,300 digits since Python 3.11,
-    the security releases of 3.9 and 3.10 included): no setting's value, but no reason to drop
-    the rest of the file."""
-
-    def __init__(self, digits):
-        self.digits = digits
 
 
 def tighter_value(key, current, proposed):
@@ -131,18 +121,6 @@ def tighter_value(key, current, proposed):
 
 def is_label(value):
     """A team or user name: a label value and a path segment of the Pushgateway's group URL."""
-    return bool(value) and len(value) <= 64 and set(value) <= _LABEL and value not in (".", "..")
-
-
-def login_name(environ=fs.environ):
-    """The person's login name as a label: LOGNAME/USER, else the password database."""
-    name = environ.get("LOGNAME") or environ.get("USER") or environ.get("USERNAME") or ""
-    if not name:
-        try:
-            import pwd
-
-            name = pwd.getpwuid(fs.getuid()).pw_name
-        except (ImportError, KeyError, AttributeError):
-            name = "unknown"
-    label = "".join(c if c in _LABEL else "_" for c in name[:64])
-    return label if is_label(label) else "unknown"
+    return (
+        bool(value) and len(value) <= 64 and set(value) <= LABEL_TEXT and value not in (".", "..")
+    )

@@ -18,7 +18,7 @@ from claude_records import assistant, pre_tool_use, usage
 from guard_env import GUARD, jsonl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from runaway_guard import config, config_team, config_values, ledger, team
+from runaway_guard import config, config_team, ledger, team
 
 PICO = 10**12
 NOW = time.mktime((2026, 12, 15, 12, 0, 0, 0, 0, -1))
@@ -870,7 +870,7 @@ def test_dot_names_are_refused(guard_env, key, value):
     else:
         assert (settings.team, settings.user) == ("acme", "alice")  # the login name
     env = {**environ_for(guard_env, "http://x"), "USER": "..", "LOGNAME": ".."}
-    assert config_values.login_name(env) == "unknown" and config.load(None, env).user == "unknown"
+    assert config_team.login_name(env) == "unknown" and config.load(None, env).user == "unknown"
 
 
 @pytest.mark.parametrize(
