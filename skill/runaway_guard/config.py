@@ -11,6 +11,8 @@ the status), and the guard goes on with the rest. None of it may loosen a limit:
 that breaks keeps its last valid values (config_file.user_file), a project file's are ignored.
 """
 
+import sys
+
 from . import fs
 from .config_values import (
     DEFAULTS,
@@ -31,39 +33,35 @@ from .config_values import (
 _USER_ONLY = ("team_refresh_s",)  # numbers a project file may not set at all
 
 
-class Config:
-    """The effective limits, where they came from, and what was wrong with the inputs."""
+# types.SimpleNamespace, not imported: a class of the guard's own costs each call about 67k
+# instructions to create (bench/README.md), an instance of this one nothing of the kind.
+_Namespace = type(sys.implementation)
 
-    def __init__(self, values, state_dir, off, problems, sources, user_path, interrupt=True):
-        self.max_usd = values["max_usd"]
-        self.warn_at = values["warn_at"]
-        self.daily_usd = values["daily_usd"]
-        self.max_failures = values["max_failures"]
-        self.max_repeats = values["max_repeats"]
-        self.team_monthly_usd = values["team_monthly_usd"]
-        self.person_daily_usd = values["person_daily_usd"]
-        self.team_refresh_s = values["team_refresh_s"]
-        self.project_daily_usd = values["project_daily_usd"]
-        self.project_weekly_usd = values["project_weekly_usd"]
-        self.project_monthly_usd = values["project_monthly_usd"]
-        self.max_session_hours = values["max_session_hours"]
-        self.max_autonomous_minutes = values["max_autonomous_minutes"]
-        self.max_window_share = values["max_window_share"]
-        self.plan = frozenset()  # the hosts the person runs on a plan (plans.setting)
+
+def _settings(values, state_dir, off, problems, sources, user_path, interrupt):
+    """The effective limits (values: one for each of DEFAULTS), where they came from, and what
+    was wrong with the inputs."""
+    return _Namespace(
+        **values,
+        plan=frozenset(),  # the hosts the person runs on a plan (plans.setting)
         # Team budgets: all None (and team_fail_closed False) unless a team is fully configured.
-        self.team = self.user = self.pushgateway_url = self.prometheus_url = None
-        self.team_fail_closed = False
-        self.team_project = None  # the project's label in the team's figures (team.py)
-        self.environ = None  # the call's environment, kept when a team is configured
-        self.state_dir = state_dir
-        self.off = off
-        self.problems = problems
-        self.sources = sources
-        self.user_path = user_path
+        team=None,
+        user=None,
+        pushgateway_url=None,
+        prometheus_url=None,
+        team_fail_closed=False,
+        team_project=None,  # the project's label in the team's figures (team.py)
+        environ=None,  # the call's environment, kept when a team is configured
+        state_dir=state_dir,
+        off=off,
+        problems=problems,
+        sources=sources,
+        user_path=user_path,
         # Whether a stop may also interrupt the host's run out of band (Codex: Ctrl-C to
         # `codex exec`, Esc to its TUI in tmux); off, a stop is only the refusal.
-        self.interrupt = interrupt
-        self.notify_urls = ()  # where warnings and stops are sent (notify.py)
+        interrupt=interrupt,
+        notify_urls=(),  # where warnings and stops are sent (notify.py)
+    )
 
 
 def _find_project_file(cwd):
@@ -155,7 +153,7 @@ def load(cwd=None, environ=fs.environ):
         or default_state_dir(environ)
     )
     off = environ.get(PREFIX + "OFF", "") == "1" or _user_off(user, user_path, problems)
-    settings = Config(
+    settings = _settings(
         values, fs.expanduser(state_dir), off, problems, sources, user_path, interrupt
     )
     if environ.get(PREFIX + "TEAM") or user.get("team"):
