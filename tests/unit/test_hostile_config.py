@@ -18,7 +18,7 @@ from claude_records import assistant, pre_tool_use, result, usage
 from guard_env import GuardEnv, fuzz, jsonl
 from hypothesis import given
 from hypothesis import strategies as st
-from runaway_guard import config, config_file, config_values, controls, ledger
+from runaway_guard import config, config_file, config_values, control_actions, ledger
 from runaway_guard.money import MAX_USD
 
 USER_CAP = 1.0
@@ -341,7 +341,7 @@ def test_raise_cap_takes_at_most_the_range(tmp_path):
     decision(env, transcript, project, "toolu_1")
     state = {"host": "claude", "session_id": "s1"}
     for value in (1e300, float("inf"), float("nan"), MAX_USD + 1):
-        code, message = controls.apply(str(env.state_dir), state, "raise-cap", value)
+        code, message = control_actions.apply(str(env.state_dir), state, "raise-cap", value)
         assert code == 2 and "a cap can be at most $1,000,000,000.00" in message
     with ledger.Ledger(str(env.state_dir), "claude", "s1") as book:
         assert book.state["cap_usd"] is None
@@ -357,7 +357,7 @@ def test_raise_cap_takes_at_most_the_range(tmp_path):
         assert done.returncode == 2, done.stdout
         assert "above 0 and at most 1,000,000,000" in done.stderr and len(done.stderr) < 300
     assert decision(env, transcript, project, "toolu_2")[0] == "deny"
-    code, _ = controls.apply(str(env.state_dir), state, "raise-cap", float(MAX_USD))
+    code, _ = control_actions.apply(str(env.state_dir), state, "raise-cap", float(MAX_USD))
     assert code == 0 and decision(env, transcript, project, "toolu_3")[0] is None
 
 
