@@ -9,7 +9,8 @@
     python3 status.py --statusline                 one line for a host's status line (stdin JSON)
 
 Without --session: the session the guard saw last in this project (else anywhere). The logic is
-in runaway_guard/ (sessions, report, render, controls); this file parses arguments and prints.
+in runaway_guard/ (sessions, report, render, control_actions); this file parses arguments
+and prints.
 Exit 0, or 2 for bad usage or an unknown session; --team-sync exits 1 when a server failed.
 """
 
@@ -66,7 +67,7 @@ def main(argv=None):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     if (sys.argv[1:] if argv is None else argv) == ["--statusline"]:
         return _statusline()
-    from runaway_guard import config, controls, render, report, sessions
+    from runaway_guard import config, control_actions, render, report, sessions
     from runaway_guard.money import MAX_USD
 
     args = _parser().parse_args(argv)  # exits 2 on bad usage
@@ -103,7 +104,7 @@ def main(argv=None):
         elif args.on:
             action = "on"
         if action:
-            code, message = controls.apply(state_dir, state, action, value)
+            code, message = control_actions.apply(state_dir, state, action, value)
             print(message, file=sys.stderr if code else sys.stdout)
             return code
         try:
@@ -127,7 +128,7 @@ def main(argv=None):
 def _month(state_dir, month, as_json):
     import time
 
-    from runaway_guard import projects, render, report
+    from runaway_guard import project_report, render, report
 
     if not month:
         month = time.strftime("%Y-%m")
@@ -136,7 +137,7 @@ def _month(state_dir, month, as_json):
             f"status.py: --month needs a month like 2026-12 (got {month[:40]!r})", file=sys.stderr
         )
         return 2
-    rows = projects.month_rows(state_dir, month)
+    rows = project_report.month_rows(state_dir, month)
     print(
         report.to_json(rows) if as_json else render.render_month(rows), end="\n" if as_json else ""
     )

@@ -91,37 +91,9 @@ def canonical(value):
     try:
         return jsonio.dumps(value, sort_keys=True)
     except RecursionError:
-        return _flat(value)
+        from .deep_values import flat  # rare: its class would cost every call 67k instructions
 
-
-def _flat(value):
-    """canonical's text of a value too deep for jsonio.dumps."""
-    out, todo = [], [value]
-    while todo:
-        item = todo.pop()
-        if isinstance(item, dict):
-            out.append("{")
-            todo.append(_Mark("}"))
-            for key in sorted(item, key=str, reverse=True):
-                todo.extend((item[key], _Mark(jsonio.dumps(str(key)) + ":")))
-        elif isinstance(item, list):
-            out.append("[")
-            todo.append(_Mark("]"))
-            todo.extend(reversed(item))
-        elif isinstance(item, _Mark):
-            out.append(item.text)
-        else:
-            out.append(jsonio.dumps(item, sort_keys=True) + ",")
-    return "".join(out)
-
-
-class _Mark:
-    """Text _flat writes as it is (a bracket, a key), told apart from a string value."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text):
-        self.text = text
+        return flat(value)
 
 
 class Call:

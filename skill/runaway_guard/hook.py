@@ -17,8 +17,6 @@ from . import (
     jsonio,
     ledger,
     projects,
-    text_loops,
-    time_limits,
     wires,
 )
 from .calls import END, MODEL, PROMPT, RESULT, TOOL, fingerprint
@@ -396,9 +394,28 @@ def _spend_wires(state, settings, daily, tool, warned, agent, unseen=False):
         ),
         *(_team_wires(state, settings, tool, warned, ahead) if settings.team else ()),
         *projects.cap_wires(state, settings, tool, warned, ahead),
-        *time_limits.wires(state, settings, tool, warned),
-        *text_loops.wires(state, settings.max_repeats),
+        *_time_wires(state, settings, tool, warned),
+        *_text_loop_wires(state, settings.max_repeats),
     ]
+
+
+def _time_wires(state, settings, tool, warned):
+    """The time limits' decisions (time_limits.py), loaded only where a limit is set."""
+    if settings.max_session_hours <= 0 and settings.max_autonomous_minutes <= 0:
+        return []
+    from . import time_limits
+
+    return time_limits.wires(state, settings, tool, warned)
+
+
+def _text_loop_wires(state, limit):
+    """The loop of answers without tool calls (text_loops.py), loaded only where a host's
+    reader counted one."""
+    if not state.get("text_loops"):
+        return []
+    from . import text_loops
+
+    return text_loops.wires(state, limit)
 
 
 def _window_wire(state, settings, tool, warned):

@@ -17,7 +17,6 @@ import time
 
 from . import fs, jsonio, ledger
 from .calls import fingerprint
-from .money import usd
 from .wires import spend_wire
 
 WRITE_EVERY_S = 30  # no project cap: this session's shares are written at most this often
@@ -148,12 +147,12 @@ def track(state, call, settings, now=None, settle=True):
         return None
     key = f"{call.host}:{call.session_id}"
     try:
-        totals = _sum(settings.state_dir, record, key, local, write=due)
+        totals = period_totals(settings.state_dir, record, key, local, write=due)
     except (OSError, TimeoutError) as error:  # judged all the same; written next call
         from . import log
 
         log.append(settings.state_dir, "unsaved", f"the project file: {error}")
-        totals = _sum(settings.state_dir, record, key, local, write=False)
+        totals = period_totals(settings.state_dir, record, key, local, write=False)
     else:
         if due:
             record["dirty"] = []
@@ -172,7 +171,7 @@ def _settle_others(settings, record, key, today):
     from .calls import Call
 
     path = month_path(settings.state_dir, record["file"], today[:7])
-    shares = _days(ledger.read_json(path)).get(today, {})
+    shares = month_days(ledger.read_json(path)).get(today, {})
     others = sorted({other for found in shares.values() for other in found} - {key})
     for other in others[:SETTLE_MOST]:
         host, _, session_id = other.partition(":")
@@ -238,7 +237,7 @@ def _attribute(record, spend_days, today, now):
         base.pop(old, None)
 
 
-def _sum(state_dir, record, key, local, write=True):
+def period_totals(state_dir, record, key, local, write=True):
     """The project's totals for the day, week and month of `local`, this session's marked day
     shares counted (and, write=True, first written into their month files under the lock)."""
     week = week_days(local)
@@ -250,11 +249,11 @@ def _sum(state_dir, record, key, local, write=True):
         if mine and write:
             ledger.private_dir(fs.dirname(path))
             with ledger.Lock(path + ".lock"):
-                days = _mine_in(_days(ledger.read_json(path)), record, mine, key)
+                days = _mine_in(month_days(ledger.read_json(path)), record, mine, key)
                 data = {"path": record["path"], "label": record.get("label"), "days": days}
                 ledger.write_atomic(path, jsonio.dumps(data).encode())
         else:
-            days = _mine_in(_days(ledger.read_json(path)), record, mine, key)
+            days = _mine_in(month_days(ledger.read_json(path)), record, mine, key)
         found.update(days)
     today = week[-1]
     return {
@@ -271,7 +270,7 @@ def _mine_in(days, record, mine, key):
     return days
 
 
-def _days(data):
+def month_days(data):
     """A month file's days, each {branch: {session: pusd}}, with what is not of that shape left
     out (a hostile or torn file counts nothing of what it holds wrongly)."""
     days = data.get("days") if isinstance(data, dict) else None
@@ -333,31 +332,6 @@ def cap_wires(state, settings, tool, warned, ahead=0):
     return found
 
 
-def status(state, settings, state_dir, now=None):
-    """status.py's `project` object for a session's state; None outside any project."""
-    record = state.get("project")
-    cwd = state.get("cwd")
-    if not isinstance(record, dict) or not isinstance(record.get("path"), str):
-        if not isinstance(cwd, str) or not cwd:
-            return None
-        path, head = locate(cwd)
-        record = {"path": path, "head": head, "file": file_name(path)}
-    head = record.get("head")
-    local = time.localtime(time.time() if now is None else now)
-    totals = _sum(state_dir, {**record, "days": {}, "dirty": []}, "", local, write=False)
-    caps = {period: getattr(settings, CAP_KEYS[period]) or None for period in PERIODS}
-    return {
-        "path": record["path"],
-        "branch": branch(head if isinstance(head, str) else None) or None,
-        "day_usd": usd(totals["day"]),
-        "week_usd": usd(totals["week"]),
-        "month_usd": usd(totals["month"]),
-        "daily_cap_usd": caps["day"],
-        "weekly_cap_usd": caps["week"],
-        "monthly_cap_usd": caps["month"],
-    }
-
-
 def labelled_months(state_dir, month):
     """This machine's spend in a month per project label a team set (team/ publishes it):
     {label: picodollars}; files without a valid label are left out."""
@@ -373,46 +347,6 @@ def labelled_months(state_dir, month):
         data = ledger.read_json(fs.join(folder, name, f"{month}.json"))
         label = data.get("label") if data else None
         if isinstance(label, str) and is_label(label):
-            spent = sum(day_total(shares) for shares in _days(data).values())
+            spent = sum(day_total(shares) for shares in month_days(data).values())
             totals[label] = totals.get(label, 0) + spent
     return totals
-
-
-def month_rows(state_dir, month):
-    """Every project's spend in a month (YYYY-MM), by branch: status.py --month."""
-    import os
-
-    folder = os.path.join(state_dir, "projects")
-    try:
-        names = sorted(os.listdir(folder))
-    except OSError:
-        names = []
-    projects = []
-    for name in names:
-        data = ledger.read_json(os.path.join(folder, name, f"{month}.json"))
-        days = _days(data)
-        if not days:
-            continue
-        branches = {}
-        for shares in days.values():
-            for branch_name, sessions in shares.items():
-                branches[branch_name] = branches.get(branch_name, 0) + day_total(
-                    {branch_name: sessions}
-                )
-        path = data.get("path") if isinstance(data.get("path"), str) else name
-        projects.append(
-            {
-                "path": path,
-                "month_usd": usd(sum(branches.values())),
-                "branches": {
-                    branch_name: usd(pusd)
-                    for branch_name, pusd in sorted(branches.items(), key=lambda item: -item[1])
-                },
-            }
-        )
-    projects.sort(key=lambda row: -row["month_usd"])
-    return {
-        "month": month,
-        "spend_usd": sum(row["month_usd"] for row in projects),
-        "projects": projects,
-    }

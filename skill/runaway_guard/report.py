@@ -9,7 +9,7 @@ import json
 import os
 import time
 
-from . import config, controls, ledger, log, projects, sessions, time_limits
+from . import config, controls, ledger, log, project_report, projects, sessions, time_limits
 from .decisions import STOP
 from .money import money, raised_cap, suggest_cap, usd
 
@@ -189,7 +189,7 @@ def build(path, state, state_dir, environ=os.environ, now=None):
                 )
 
     team_fields, team_refusing = _team(settings, state, now)
-    project = projects.status(state, settings, state_dir, now)
+    project = project_report.status(state, settings, state_dir, now)
     if not off:
         refusing.extend(team_refusing)
         refusing.extend(_project_refusing(project))

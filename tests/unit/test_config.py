@@ -5,8 +5,12 @@ settings it could read.
 """
 
 import json
+import subprocess
+import sys
 
 import pytest
+from claude_records import pre_tool_use
+from guard_env import GUARD
 from runaway_guard import config
 from test_status import Claude, World, kind
 
@@ -190,3 +194,33 @@ def test_a_project_file_nested_past_the_recursion_limit_is_a_problem_line(world)
     log = (world.state_dir / "hook.log").read_text()
     assert "fail-open" not in log
     assert f"config {proj / '.runaway-guard.json'}: not valid JSON (JSON nested too deep" in log
+
+
+# One hook call in a fresh interpreter, as guard.py makes it: the package's modules it loaded.
+LOADED = (
+    "import sys, os; sys.path.insert(0, sys.argv[1]); "
+    "from runaway_guard import hook; hook.run(sys.stdin.buffer.read(), dict(os.environ)); "
+    "print(' '.join(name for name in sys.modules if name.startswith('runaway_guard.')))"
+)
+LOADED_WHEN_NEEDED = {"config_file", "config_team", "time_limits", "text_loops"}
+
+
+def test_a_call_loads_the_file_reader_and_the_limits_only_where_they_are_in_play(guard_env):
+    """A steady call unmarshals every module it loads: one with no config file, no team, no
+    notify URL, no time limit and no answer loop loads none of their modules."""
+    transcript = guard_env.root / "t.jsonl"
+    transcript.touch()
+
+    def loaded(tool_use_id, **extra_env):
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", LOADED, str(GUARD.parent)],
+            input=json.dumps(pre_tool_use(transcript, tool_use_id)).encode(),
+            env={**guard_env.env, **extra_env},
+            capture_output=True,
+            check=True,
+        )
+        return {name.split(".")[1] for name in done.stdout.decode().split()} & LOADED_WHEN_NEEDED
+
+    assert loaded("toolu_1") == set()
+    guard_env.config(max_usd=10)
+    assert loaded("toolu_2", RUNAWAY_GUARD_MAX_SESSION_HOURS="1") == {"config_file", "time_limits"}

@@ -18,13 +18,13 @@ from claude_records import assistant, pre_tool_use, result, usage
 from guard_env import GuardEnv, fuzz, jsonl
 from hypothesis import given
 from hypothesis import strategies as st
-from runaway_guard import config, controls, ledger
+from runaway_guard import config, config_file, config_values, control_actions, ledger
 from runaway_guard.money import MAX_USD
 
 USER_CAP = 1.0
 SPENT_USD = 6.0  # 400,000 output tokens of Sonnet 4.6: past the user's $1
 DEEP = "[" * 20_000 + "]" * 20_000  # past any parser's recursion, inside the size limit
-LIMIT = config.MAX_FILE_BYTES
+LIMIT = config_file.MAX_FILE_BYTES
 NUMBER_KEYS = tuple(config.DEFAULTS)
 # Each class of bad value for a number setting: as JSON text in a file, as an environment value.
 BAD_VALUES = {
@@ -116,13 +116,13 @@ def test_each_number_has_its_range_and_its_bounds_are_in_it(places):
     inside = {
         "max_usd": (0, MAX_USD),
         "warn_at": (1e-9, 1),
-        "max_failures": (1, config.MAX_COUNT),
+        "max_failures": (1, config_values.MAX_COUNT),
         "team_refresh_s": (1, 3600),
     }
     outside = {
         "max_usd": (-1e-9, MAX_USD + 1, 1e10),
         "warn_at": (0, 1.0000001),
-        "max_failures": (0, config.MAX_COUNT + 1, 2.5),
+        "max_failures": (0, config_values.MAX_COUNT + 1, 2.5),
         "team_refresh_s": (0.5, 3601),
     }
     for key, values in inside.items():
@@ -213,7 +213,7 @@ def test_a_bad_user_value_keeps_the_last_valid_one_of_that_key(places):
 
 def test_the_last_valid_values_are_kept_once_per_change_of_the_file(places):
     environ, user, project = places
-    kept = os.path.join(environ["RUNAWAY_GUARD_STATE_DIR"], config.REMEMBERED)
+    kept = os.path.join(environ["RUNAWAY_GUARD_STATE_DIR"], config_file.REMEMBERED)
     write(user, members(max_usd="1"))
     config.load(str(project), environ)
     first = os.stat(kept)
@@ -341,7 +341,7 @@ def test_raise_cap_takes_at_most_the_range(tmp_path):
     decision(env, transcript, project, "toolu_1")
     state = {"host": "claude", "session_id": "s1"}
     for value in (1e300, float("inf"), float("nan"), MAX_USD + 1):
-        code, message = controls.apply(str(env.state_dir), state, "raise-cap", value)
+        code, message = control_actions.apply(str(env.state_dir), state, "raise-cap", value)
         assert code == 2 and "a cap can be at most $1,000,000,000.00" in message
     with ledger.Ledger(str(env.state_dir), "claude", "s1") as book:
         assert book.state["cap_usd"] is None
@@ -357,7 +357,7 @@ def test_raise_cap_takes_at_most_the_range(tmp_path):
         assert done.returncode == 2, done.stdout
         assert "above 0 and at most 1,000,000,000" in done.stderr and len(done.stderr) < 300
     assert decision(env, transcript, project, "toolu_2")[0] == "deny"
-    code, _ = controls.apply(str(env.state_dir), state, "raise-cap", float(MAX_USD))
+    code, _ = control_actions.apply(str(env.state_dir), state, "raise-cap", float(MAX_USD))
     assert code == 0 and decision(env, transcript, project, "toolu_3")[0] is None
 
 
@@ -514,5 +514,5 @@ def test_a_file_of_thousands_of_keys_makes_a_few_problem_lines(places):
     many = ", ".join(f'"k{n}": 1, "k{n}": 2' for n in range(2000))
     write(project / ".runaway-guard.json", "{" + many + "}")
     settings = config.load(str(project), environ)
-    assert len(settings.problems) == 2 * (config._NAMED_KEYS + 1)
+    assert len(settings.problems) == 2 * (config_file._NAMED_KEYS + 1)
     assert settings.problems[-1].endswith(": 1995 more unknown keys ignored")

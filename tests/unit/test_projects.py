@@ -9,7 +9,7 @@ import pytest
 from guard_env import fuzz
 from hypothesis import given
 from hypothesis import strategies as st
-from runaway_guard import config, projects, time_limits
+from runaway_guard import config, project_report, projects, time_limits
 from test_status import Claude, Codex, World, kind
 
 
@@ -171,7 +171,7 @@ def test_spend_goes_to_the_branch_it_was_made_on(tmp_path):
     totals = projects.track(state, Call(str(repo)), settings)
     assert totals["day"] == 3 * 10**12
     assert state["project"]["days"][today] == {"one": 10**12, "two": 2 * 10**12}
-    month = projects.month_rows(str(tmp_path / "state"), today[:7])
+    month = project_report.month_rows(str(tmp_path / "state"), today[:7])
     assert month["projects"][0]["branches"] == {"two": 2.0, "one": 1.0}
 
 
@@ -200,7 +200,7 @@ HOSTILE = st.recursive(
 @fuzz(200)
 @given(days=HOSTILE)
 def test_hostile_month_files_count_only_whole_positive_shares(days):
-    kept = projects._days({"days": days})
+    kept = projects.month_days({"days": days})
     total = sum(projects.day_total(shares) for shares in kept.values())
     expected = 0
     if isinstance(days, dict):

@@ -18,7 +18,7 @@ from claude_records import assistant, pre_tool_use, usage
 from guard_env import GUARD, jsonl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from runaway_guard import config, ledger, team
+from runaway_guard import config, config_team, ledger, team
 from runaway_guard.team import metrics, refresher, totals
 from runaway_guard.team import servers as team_servers
 from runaway_guard.team import status as team_status
@@ -875,7 +875,7 @@ def test_dot_names_are_refused(guard_env, key, value):
     else:
         assert (settings.team, settings.user) == ("acme", "alice")  # the login name
     env = {**environ_for(guard_env, "http://x"), "USER": "..", "LOGNAME": ".."}
-    assert config.login_name(env) == "unknown" and config.load(None, env).user == "unknown"
+    assert config_team.login_name(env) == "unknown" and config.load(None, env).user == "unknown"
 
 
 @pytest.mark.parametrize(
@@ -990,7 +990,7 @@ hostile_urls = st.sampled_from(
         "http://x y",
         "http://",
     ]
-) | st.text(max_size=30).filter(lambda value: config._url_problem(value.strip()) is not None)
+) | st.text(max_size=30).filter(lambda value: config_team.url_problem(value.strip()) is not None)
 hostile_settings = st.one_of(
     st.tuples(st.just("RUNAWAY_GUARD_TEAM"), hostile_names.filter(bool)),
     st.tuples(st.just("RUNAWAY_GUARD_USER"), hostile_names),

@@ -412,3 +412,18 @@ def test_a_changed_byte_or_a_trailing_zero_changes_the_fingerprint(data, where, 
         changed[where % len(data)] = (changed[where % len(data)] + delta) % 256
         assert fingerprint(bytes(changed)) != fingerprint(data)
     assert fingerprint(data + b"\x00") != fingerprint(data)
+
+
+def nested(depth, leaf):
+    """leaf inside depth dicts and lists, deeper than jsonio.dumps writes."""
+    value = leaf
+    for level in range(depth):
+        value = {"k": value} if level % 2 else [value]
+    return value
+
+
+@pytest.mark.parametrize("leaf", ["a", 1, None])
+def test_a_value_too_deep_to_dump_has_a_fingerprint_of_its_own(leaf):
+    assert fingerprint(nested(5000, leaf)) == fingerprint(nested(5000, leaf))
+    assert fingerprint(nested(5000, leaf)) != fingerprint(nested(5000, "b"))
+    assert fingerprint(nested(5000, leaf)) != fingerprint(nested(5001, leaf))
