@@ -65,11 +65,16 @@ def judge(host, requests, cap, errors, costs, status):
     assert status["blocked"]["wire"] == "session", status["blocked"]
 
 
-def openai_ahead(model, u):
-    """What Qwen Code's and Copilot CLI's readers give the estimate for one response."""
-    from runaway_guard import pricing
-
-    return (u["input_tokens"], u["cached_tokens"], pricing.token_pricer(model, False))
+def token_errors(rates, price, usages, requests):
+    """The responses' costs, and the estimate's errors where the host's reader gives it their
+    tokens (Gemini CLI, Qwen Code, Copilot CLI under the person's key); price: the model's
+    pricer in OpenAI's shape."""
+    costs = [openai_cost(rates, u) for u in usages]
+    served = [
+        (c, u["output"], (u["input_tokens"], u["cached_tokens"], price))
+        for c, u in zip(costs, usages)
+    ]
+    return costs, estimate_errors(served[: requests + 1])
 
 
 # -- Gemini CLI --------------------------------------------------------------------------------
@@ -99,23 +104,9 @@ def test_gemini_cli_ends_at_or_below_its_cap(tmp_path, cap, first, grow, out):
         gemini = Gemini(tmp_path, model.url, max_usd=cap)
         run = gemini.run()
         requests = len(model.api_requests("gemini"))
-    costs = [openai_cost(GEMINI_RATES, u) for u in usages]
-    price = host._pricers(FLASH)[2]
-    errors = estimate_errors(
-        [
-            (c, u["output"], (u["input_tokens"], u["cached_tokens"], price))
-            for c, u in zip(costs, usages)
-        ][: requests + 1]
-    )
+    costs, errors = token_errors(GEMINI_RATES, host._pricers(FLASH)[2], usages, requests)
     status = gemini.status(run.session_id)
-    judge(
-        "Gemini CLI",
-        requests,
-        cap,
-        errors,
-        costs,
-        status,
-    )
+    judge("Gemini CLI", requests, cap, errors, costs, status)
 
 
 # -- Qwen Code ---------------------------------------------------------------------------------
@@ -136,10 +127,10 @@ def chat_usage(u) -> dict:
     }
 
 
-def openai_errors(model, usages, requests):
-    costs = [openai_cost(GPT_41, u) for u in usages]
-    served = [(c, u["output"], openai_ahead(model, u)) for c, u in zip(costs, usages)]
-    return costs, estimate_errors(served[: requests + 1])
+def gpt_41_errors(usages, requests):
+    from runaway_guard import pricing
+
+    return token_errors(GPT_41, pricing.token_pricer("gpt-4.1", False), usages, requests)
 
 
 @pytest.mark.parametrize("cap, first, grow, out", OPENAI_SCENARIOS)
@@ -152,16 +143,9 @@ def test_qwen_code_ends_at_or_below_its_cap(tmp_path, cap, first, grow, out):
         qwen = Qwen(tmp_path, model.url, max_usd=cap)
         run = qwen.run()
         requests = len(model.api_requests("chat"))
-    costs, errors = openai_errors("gpt-4.1", usages, requests)
+    costs, errors = gpt_41_errors(usages, requests)
     status = qwen.status(run.session_id)
-    judge(
-        "Qwen Code",
-        requests,
-        cap,
-        errors,
-        costs,
-        status,
-    )
+    judge("Qwen Code", requests, cap, errors, costs, status)
 
 
 # -- Copilot CLI -------------------------------------------------------------------------------
@@ -185,16 +169,9 @@ def test_copilot_cli_ends_at_or_below_its_cap(tmp_path, cap, first, grow, out):
         copilot = Copilot(tmp_path, max_usd=cap)
         run = copilot.run(model)
         requests = len(model.api_requests("chat"))
-    costs, errors = openai_errors("gpt-4.1", usages, requests)
+    costs, errors = gpt_41_errors(usages, requests)
     status = copilot.status(run.session_id)
-    judge(
-        "Copilot CLI",
-        requests,
-        cap,
-        errors,
-        costs,
-        status,
-    )
+    judge("Copilot CLI", requests, cap, errors, costs, status)
     assert run.aborted
 
 
