@@ -7,11 +7,13 @@ guard would have added to the spend at the last point before that request. Print
 model: the responses compared, the median and worst error in dollars and in percent of the real
 cost, and how many responses cost more than their estimate (those are the ones that can carry a
 session past its cap) with the largest such shortfall. The first response of an agent has no
-estimate (the guard adds nothing then) and is not counted.
+estimate (the guard adds nothing then) and is not counted: a model whose recorded sessions hold
+one response each (Cursor's hook payloads) is listed with none.
 
     python3 bench/estimate_bench.py
 """
 
+import json
 import shutil
 import sqlite3
 import sys
@@ -41,6 +43,15 @@ def sessions(work):
         yield "qwen", path.stem, path
     for path in sorted((FIXTURES / "copilot").glob("**/events.jsonl")):
         yield "copilot", path.parent.name, path
+    for path in sorted((FIXTURES / "cursor").glob("*/hook_inputs.jsonl")):
+        # no session file: each stop hook's payload carries one response's tokens
+        stops = {}
+        for line in path.read_text().splitlines():
+            payload = json.loads(line)
+            if payload.get("hook_event_name") == "stop":
+                stops.setdefault(payload.get("conversation_id"), []).append(payload)
+        for session, payloads in stops.items():
+            yield "cursor", session, payloads
     for dump in sorted((FIXTURES / "opencode").glob("*/opencode.sql")):
         database = work / f"{dump.parent.name}.db"
         with sqlite3.connect(database) as db:
@@ -48,6 +59,19 @@ def sessions(work):
             roots = db.execute("select id from session where parent_id is null").fetchall()
         for (root,) in roots:
             yield "opencode", root, database
+
+
+def calls(reader, session, source, work):
+    """The hook calls that read a session: one naming a copy of its file, or (Cursor) one per
+    recorded stop payload."""
+    if isinstance(source, list):
+        return [reader.call(payload) for payload in source]
+    copy = work / "files" / reader.NAME / source.relative_to(source.anchor)
+    if source.parent != work:
+        shutil.copytree(source.parent, copy.parent, dirs_exist_ok=True)
+    else:
+        copy = source
+    return [Call(reader.NAME, session, transcript_path=str(copy))]
 
 
 def measure():
@@ -68,20 +92,18 @@ def measure():
     ledger.Ledger.usage = usage
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
-        for host, session, path in sessions(work):
-            copy = work / "files" / host / path.relative_to(path.anchor)
-            if path.parent != work:
-                shutil.copytree(path.parent, copy.parent, dirs_exist_ok=True)
-            else:
-                copy = path
+        for host, session, source in sessions(work):
+            reader = hosts.load(host)
             book = ledger.Ledger(str(work / "state"), host, f"{session}-{len(guesses)}")
             with book:
-                hosts.load(host).sync(book, Call(host, session, transcript_path=str(copy)))
+                for call in calls(reader, session, source, work):
+                    reader.sync(book, call)
     ledger.Ledger.usage = original
     pairs = {}
     for key, (host, model, guess) in guesses.items():
+        pairs.setdefault((host, model), [])
         if guess is not None:
-            pairs.setdefault((host, model), []).append((guess, real[key]))
+            pairs[host, model].append((guess, real[key]))
     return pairs
 
 
@@ -105,6 +127,9 @@ def main():
     )
     every = []
     for (host, model), errors in sorted(pairs.items()):
+        if not errors:  # each of its sessions recorded one response: nothing estimated it
+            print(f"{host + ' ' + model:36} {0:5}  (no response with an earlier one)")
+            continue
         print(row(f"{host} {model}", errors))
         every += errors
     if every:

@@ -186,23 +186,27 @@ def test_polls_and_edit_and_retest_are_never_refused(tmp_path):
 
 
 def test_spend_cap_ends_the_run_at_the_next_model_request(tmp_path):
-    cap = 0.02  # reached by the 7th response: 7 x $0.00321 = $0.02247
-    steps = [sh(f"echo {n} >> ran.txt") for n in range(1, 15)]
+    # $0.00321 a response: the 80 % warning at the 11th call ($0.0321 spent), and at the 12th
+    # ($0.03531 spent, more while the 12th response is not written) the next would cross $0.04
+    cap = 0.04
+    steps = [sh(f"echo {n} >> ran.txt") for n in range(1, 20)]
     with ScriptedModel(serve(steps)) as model:
         opencode = OpenCode(tmp_path, model.url, max_usd=cap)
         run = opencode.run()
         served = agent_requests(model)
-    # no response after the one that reached the cap: its next request was never sent
-    assert len(served) == 7, len(served)
-    assert opencode.marker() == [str(n) for n in range(1, 8)]
-    assert run.returncode == 1 and "spend $0.02 reached its cap of $0.02" in run.error, run.error
+    # a ceiling: the 12th call is refused and the 13th request, which would cross the cap, is
+    # never sent
+    assert len(served) == 12, len(served)
+    assert opencode.marker() == [str(n) for n in range(1, 12)]
+    assert ["would cross the session spend cap" in text for text in refusals(run)] == [True]
+    assert run.returncode == 1 and "would cross the session spend cap" in run.error, run.error
     warned = [r for r in served if "cap is spent" in json.dumps(r["body"]["messages"])]
     assert warned, "the model never saw the spend warning (appended to a tool's output)"
     status = opencode.status(run.session_id)
     assert status["blocked"]["wire"] == "session"
     stored = run.store.cost(run.session_id)
     assert status["spend_usd"] == pytest.approx(stored, abs=1e-6)
-    assert stored == pytest.approx(7 * STEP_USD, abs=1e-9)
+    assert stored == pytest.approx(12 * STEP_USD, abs=1e-9)
 
 
 def test_subagent_spend_counts_and_equals_opencodes_stored_cost(tmp_path):

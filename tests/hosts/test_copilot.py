@@ -366,6 +366,25 @@ def test_under_the_persons_key_tokens_are_priced_with_the_table():
     assert pusd == round(pico)
 
 
+def test_under_the_persons_key_the_next_request_is_estimated_from_its_tokens():
+    """A cached session grows: the next request reads what this one sent from the cache and
+    sends this one's output back, so it costs more than this one did (issue 26's ceiling)."""
+    from runaway_guard import estimate
+
+    usage = {"model": "gpt-4.1", "inputTokens": 30000, "cacheReadTokens": 27000}
+    usage.update({"outputTokens": 3000, "isByok": True, "cost": 0})
+    _, pusd, _ = copilot._price(usage)
+    state = {}
+    estimate.note(state, "main", "r1", pusd, 3000, copilot._ahead(usage, "gpt-4.1"))
+    # what this one read from the cache at $0.50, its fresh input and its output sent back at
+    # $2, as much output again at $8 per MTok
+    expected = 27000 * 0.5 + (3000 + 3000) * 2 + 3000 * 8
+    assert estimate.next_cost(state, "main") == round(expected * 1e6)
+    assert estimate.next_cost(state, "main") > pusd
+    charged = dict(usage, isByok=False, copilotUsage={"totalNanoAiu": 10**9})
+    assert copilot._ahead(charged, "gpt-4.1") == estimate.LAST_COST  # GitHub's charge again
+
+
 # Anthropic's ids as Copilot CLI 1.0.102 records them under the person's Anthropic key
 # (COPILOT_PROVIDER_TYPE=anthropic): the model sent to the API, dated or not, as written.
 @pytest.mark.parametrize("model", ["claude-sonnet-4-20250514", "claude-sonnet-4-5"])

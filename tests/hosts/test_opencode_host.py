@@ -277,6 +277,18 @@ def test_a_reached_cap_stops_the_next_model_request_and_says_why(tmp_path, guard
     assert state_of(guard_env, "ses_root")["blocked"]["wire"] == "session"
 
 
+def test_the_step_opencode_writes_before_its_request_keeps_the_estimate(tmp_path, guard_env):
+    """chat.params runs after OpenCode stored the new step (cost 0, no tokens): the request is
+    still estimated at the last priced step's cost, so it is stopped before it crosses the cap."""
+    db = make_db(tmp_path / "e.db")
+    for n in (1, 2):
+        put_message(db, "ses_root", *step(f"m{n}", "mock", "x", 0.3, 10, 1), 10 * n)
+    put_message(db, "ses_root", *step("m3", "mock", "x", 0, 0, 0, done=False), 30)
+    answer = json.loads(guard_env.run(model_call(db), RUNAWAY_GUARD_MAX_USD="0.8"))
+    assert answer["decision"] == "stop"
+    assert "$0.60 spent, about $0.30 next, cap $0.80" in answer["message"]
+
+
 def test_read_in_pieces_as_opencode_writes_a_step_then_prices_it(tmp_path, guard_env):
     """A step is stored at its start with cost 0 and no tokens, then rewritten when it ends;
     a subagent's child session appears later; a write stamped earlier may commit later."""

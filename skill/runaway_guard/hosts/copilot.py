@@ -288,16 +288,32 @@ def _price(usage):
     model = usage.get("model")
     if not isinstance(model, str):
         model = "gpt-unknown"
-    if usage.get("isByok") is not True:
-        charged = usage.get("copilotUsage")
-        nano = charged.get("totalNanoAiu") if isinstance(charged, dict) else None
-        if count(nano):
-            return model, round(nano * _CREDIT_PICO), True
+    nano = _charged(usage)
+    if nano:
+        return model, round(nano * _CREDIT_PICO), True
     inp = count(usage.get("inputTokens"))
     cached = min(count(usage.get("cacheReadTokens")), inp)
     written = min(count(usage.get("cacheWriteTokens")), inp - cached)
     out = count(usage.get("outputTokens"))
     return (model, *pricing.token_pricer(model)(inp, cached, written, out))
+
+
+def _charged(usage):
+    """The nano AI units GitHub charged for a response (0 under the person's own key)."""
+    if usage.get("isByok") is True:
+        return 0
+    charged = usage.get("copilotUsage")
+    return count(charged.get("totalNanoAiu") if isinstance(charged, dict) else None)
+
+
+def _ahead(usage, model):
+    """What estimate.note needs of a response: its tokens and the table's pricer where the
+    tokens are priced (the person's own key), else GitHub's charge again (LAST_COST)."""
+    if _charged(usage):
+        return LAST_COST
+    inp = count(usage.get("inputTokens"))
+    cached = count(usage.get("cacheReadTokens")) + count(usage.get("cacheWriteTokens"))
+    return inp, min(cached, inp), pricing.token_pricer(model)
 
 
 # Copilot writes each event's type first ({"type":"…","data":{…}…}): a line is judged by its
@@ -477,7 +493,7 @@ class _Reader:
         model, pusd, known = _price(usage)
         out = count(usage.get("outputTokens"))
         day = local_day(record.get("timestamp"))
-        self.book.usage(key, agent, model, pusd, known, out, day, LAST_COST)
+        self.book.usage(key, agent, model, pusd, known, out, day, _ahead(usage, model))
 
     def _hook_start(self, record, data):
         hook_input = data.get("input")

@@ -338,7 +338,10 @@ def _step(book, agent, message_id, data, counted):
         if counted is not None and not book.remembers(message_id):
             book.load_known()  # counted while open, then left the recent responses
         day = _day(message.get("time"))
-        book.usage(message_id, agent, model, pusd, known, output, day, LAST_COST)
+        # OpenCode writes a step's message before its request (chat.params sees it, cost 0):
+        # only a priced step sets the next request's estimate, else that would be nothing
+        ahead = LAST_COST if pusd else None
+        book.usage(message_id, agent, model, pusd, known, output, day, ahead)
     if _dict(message.get("time")).get("completed"):
         return True
     return [pusd, output]
