@@ -13,16 +13,33 @@ from .calls import fingerprint
 from .decisions import STOP
 
 
-def note(state, agent, text):
-    """Count one response of agent: text without tool calls, None with them."""
+def note(state, agent, text, key=None):
+    """Count one response of agent: text without tool calls, None with them.
+
+    key: the response's id, for a reader that may see one response in two reads (its rows
+    written a little apart): noted again, it counts in place of the first time, and a response
+    once seen calling a tool stays so."""
     loops = state.setdefault("text_loops", {})
+    seen = loops.get(agent)
+    if key is not None and isinstance(seen, list) and seen[2:] == [key]:
+        if seen[0] is None:
+            return
+        seen = [seen[0], seen[1] - 1] if seen[1] > 1 else None
     if text is None:
-        loops.pop(agent, None)
+        if key is None:
+            loops.pop(agent, None)
+        else:
+            loops[agent] = [None, 0, key]
         return
     digest = fingerprint(" ".join(text.lower().split()))
-    seen = loops.get(agent)
     count = seen[1] + 1 if isinstance(seen, list) and seen[0] == digest else 1
-    loops[agent] = [digest, count]
+    loops[agent] = [digest, count] if key is None else [digest, count, key]
+
+
+def answered(state, agent):
+    """Whether the last response of agent noted was an answer without tools."""
+    seen = state.get("text_loops", {}).get(agent)
+    return isinstance(seen, list) and seen[0] is not None
 
 
 def reset(state):
@@ -35,7 +52,8 @@ def wires(state, limit):
     loops = state.get("text_loops")
     if not loops:
         return []
-    for agent, (_, count) in loops.items():
+    for agent, seen in loops.items():
+        count = seen[1]
         if count >= limit:
             who = "the agent" if agent == "main" else f"subagent {agent}"
             return [
