@@ -17,20 +17,15 @@ def note(state, agent, text, key=None):
     """Count one response of agent: text without tool calls, None with them.
 
     key: the response's id, for a reader that may see one response in two reads (its rows
-    written a little apart): noted again, it counts in place of the first time, and a response
-    once seen calling a tool stays so."""
+    written a little apart): an answer noted again counts in place of the first time. Nothing
+    is kept of a response with tool calls (most of them): the state stays small."""
     loops = state.setdefault("text_loops", {})
     seen = loops.get(agent)
-    if key is not None and isinstance(seen, list) and seen[2:] == [key]:
-        if seen[0] is None:
-            return
-        seen = [seen[0], seen[1] - 1] if seen[1] > 1 else None
     if text is None:
-        if key is None:
-            loops.pop(agent, None)
-        else:
-            loops[agent] = [None, 0, key]
+        loops.pop(agent, None)
         return
+    if key is not None and isinstance(seen, list) and seen[2:] == [key]:
+        seen = [seen[0], seen[1] - 1] if seen[1] > 1 else None
     digest = fingerprint(" ".join(text.lower().split()))
     count = seen[1] + 1 if isinstance(seen, list) and seen[0] == digest else 1
     loops[agent] = [digest, count] if key is None else [digest, count, key]
@@ -38,8 +33,7 @@ def note(state, agent, text, key=None):
 
 def answered(state, agent):
     """Whether the last response of agent noted was an answer without tools."""
-    seen = state.get("text_loops", {}).get(agent)
-    return isinstance(seen, list) and seen[0] is not None
+    return agent in state.get("text_loops", ())
 
 
 def reset(state):

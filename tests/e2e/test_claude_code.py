@@ -263,12 +263,13 @@ def test_subagent_spend_counts_toward_the_cap(tmp_path):
     status = claude.status(run.session_id)
     agent_id = run.subagent_transcripts()[0].stem[len("agent-") :]
     assert status["by_agent"][agent_id] == pytest.approx(0.020001 * 2, abs=1e-9)
-    # main: the Agent call's response, then the response whose call was refused (no hook runs
-    # between a subagent's end and the main thread's request: it is paid, within the cap)
-    assert status["by_agent"]["main"] == pytest.approx(2 * STEP_USD, abs=1e-9)
+    # main: the Agent call's response only: the guard's PostToolUse of the Agent call ended
+    # the run after the subagent's end, before the main thread's next request
+    assert status["by_agent"]["main"] == pytest.approx(STEP_USD, abs=1e-9)
+    assert len(model.api_requests()) == 3
     assert status["blocked"]["wire"] == "session"
     assert status["spend_usd"] == pytest.approx(run.result["total_cost_usd"], abs=1e-9)
-    assert status["spend_usd"] == pytest.approx(0.040002 + 2 * STEP_USD, abs=1e-9)
+    assert status["spend_usd"] == pytest.approx(0.040002 + STEP_USD, abs=1e-9)
     assert status["spend_usd"] <= cap
 
 
