@@ -14,10 +14,11 @@ real CLI (the pinned version), print mode, offline.
 from __future__ import annotations
 
 import pytest
-from harness import slow, slow_all
-from scripted_model import ScriptedModel, bash, route_by_marker, text
+from harness import slow
+from scripted_model import ScriptedModel, bash, text
 from test_ceiling import keep_going_hook
-from test_claude_code import Claude, agent_call
+from test_claude_code import Claude, agent_scenario
+from test_project_budgets import results_seen
 
 pytestmark = pytest.mark.e2e
 
@@ -49,16 +50,7 @@ def test_a_subagent_that_spends_past_the_cap_ends_the_run_before_the_next_reques
         bash("echo s1 >> sub.txt", "One", usage=dict(CHEAP)),
         text("Checked.", usage=dict(DEAR)),  # the subagent's last answer crosses the cap
     ]
-    main = [
-        agent_call(sub, usage=dict(CHEAP)),
-        bash("echo main >> main.txt", "After the agent", usage=dict(CHEAP)),
-        text("All done."),
-    ]
-    scenario = {
-        "anthropic": slow_all(main),
-        "anthropic_route": route_by_marker({sub: slow_all(sub_steps)}),
-    }
-    with ScriptedModel(scenario) as model:
+    with ScriptedModel(agent_scenario(sub, sub_steps, CHEAP)) as model:
         run = claude.run(model)
         requests = len(model.api_requests())
     # the main thread's Agent call, the subagent's two answers; no request of the main thread
@@ -70,16 +62,6 @@ def test_a_subagent_that_spends_past_the_cap_ends_the_run_before_the_next_reques
     assert status["blocked"]["wire"] == "session"
     assert status["spend_usd"] == pytest.approx(0.00045 * 2 + 0.060015, abs=1e-9)
     assert status["spend_usd"] == pytest.approx(run.result["total_cost_usd"], abs=1e-9)
-
-
-def results_seen(body) -> int:
-    return sum(
-        block.get("type") == "tool_result"
-        for message in body.get("messages") or []
-        if isinstance(message.get("content"), list)
-        for block in message["content"]
-        if isinstance(block, dict)
-    )
 
 
 def one_call_then_a_dear_answer(body):
