@@ -169,6 +169,15 @@ def test_a_subagents_own_failure_stop_lets_the_main_thread_go_on(guard_env, tran
     assert guard_env.run(after_agent(transcript)) == ""
 
 
+def test_a_subagents_same_answers_do_not_hold_the_main_thread_after_its_end(guard_env, transcript):
+    spawned(guard_env, transcript, {})
+    sub = transcript.parent / "s1" / "subagents" / "agent-a1.jsonl"
+    jsonl(sub, [answer_of(f"sub{n}", "Checked.", isSidechain=True) for n in (2, 3)])
+    assert guard_env.run(after_agent(transcript), **LIMIT) == ""
+    jsonl(transcript, [assistant("m9", tool=("toolu_9", "Bash", {"command": "ls"}))])
+    assert guard_env.run(event(transcript, "PreToolUse", tool_use_id="toolu_9"), **LIMIT) == ""
+
+
 def test_the_installer_asks_for_post_tool_use_of_the_agent_tool_only():
     sys.path.insert(0, str(ROOT / "installer"))
     from runaway_guard_installer import hook_list, manifests

@@ -177,6 +177,7 @@ def sync(book, call):
         while not text_loops.answered(book.state, ended) and time.monotonic() < deadline:
             time.sleep(0.01)
             _read(book, call, main, ended)
+        text_loops.note(book.state, ended, None)  # its run of answers ended with it
     if call.prompt_id and entry.get("prompt") != call.prompt_id:
         # The person's new prompt (a Stop hook's continuation keeps the id): the answers read
         # up to here were given before it, and a run of the same answer starts again. (A
