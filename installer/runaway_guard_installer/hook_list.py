@@ -83,6 +83,17 @@ def handler_at(obj: dict[str, Any], event: str, position: tuple[int, int]) -> di
     return item if position[1] < 0 else item["hooks"][position[1]]
 
 
+def new_item(entry: dict[str, Any], event: str, handler: dict[str, Any]) -> dict[str, Any]:
+    """What an event's list gains to hold the guard's handler: its group (with the matcher the
+    host module names for that event, if any), or the bare handler."""
+    if not entry["grouped"]:
+        return copy.deepcopy(handler)
+    matcher = entry.get("matchers", {}).get(event)
+    item = {"matcher": matcher} if matcher else {}
+    item["hooks"] = [copy.deepcopy(handler)]
+    return item
+
+
 @dataclass
 class Merge:
     obj: dict[str, Any]
@@ -105,8 +116,7 @@ def merge_install(settings: dict[str, Any], entry: dict[str, Any], command: str)
                 f"({extra}) were left as they are: remove them by hand so the guard runs once."
             )
         if not positions:
-            item = {"hooks": [copy.deepcopy(wanted)]} if grouped else copy.deepcopy(wanted)
-            obj.setdefault("hooks", {}).setdefault(event, []).append(item)
+            obj.setdefault("hooks", {}).setdefault(event, []).append(new_item(entry, event, wanted))
             actions.add("added")
             continue
         handler = handler_at(obj, event, positions[0])

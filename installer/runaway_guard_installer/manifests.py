@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .hook_list import fill, guard_command
+from .hook_list import fill, guard_command, new_item
 
 # Not the installer's absolute interpreter: a plugin's command is the same on every machine, so
 # it names `python3` and lets PATH find it (README, "Speed": what that costs behind a shim).
@@ -68,8 +68,7 @@ def skill_facts(source: Path) -> dict[str, str]:
 def hook_map(entry: dict[str, Any], command: str) -> dict[str, Any]:
     """The host's `{event: [...]}` map holding the guard's handler, as its settings hold it."""
     handler = fill(entry["handler"], command)
-    item = {"hooks": [handler]} if entry["grouped"] else handler
-    return {event: [item] for event in entry["events"]}
+    return {event: [new_item(entry, event, handler)] for event in entry["events"]}
 
 
 def _render(template: Any, values: dict[str, Any]) -> Any:

@@ -13,16 +13,27 @@ from .calls import fingerprint
 from .decisions import STOP
 
 
-def note(state, agent, text):
-    """Count one response of agent: text without tool calls, None with them."""
+def note(state, agent, text, key=None):
+    """Count one response of agent: text without tool calls, None with them.
+
+    key: the response's id, for a reader that may see one response in two reads (its rows
+    written a little apart): an answer noted again counts in place of the first time. Nothing
+    is kept of a response with tool calls (most of them): the state stays small."""
     loops = state.setdefault("text_loops", {})
+    seen = loops.get(agent)
     if text is None:
         loops.pop(agent, None)
         return
+    if key is not None and isinstance(seen, list) and seen[2:] == [key]:
+        seen = [seen[0], seen[1] - 1] if seen[1] > 1 else None
     digest = fingerprint(" ".join(text.lower().split()))
-    seen = loops.get(agent)
     count = seen[1] + 1 if isinstance(seen, list) and seen[0] == digest else 1
-    loops[agent] = [digest, count]
+    loops[agent] = [digest, count] if key is None else [digest, count, key]
+
+
+def answered(state, agent):
+    """Whether the last response of agent noted was an answer without tools."""
+    return agent in state.get("text_loops", ())
 
 
 def reset(state):
@@ -35,7 +46,8 @@ def wires(state, limit):
     loops = state.get("text_loops")
     if not loops:
         return []
-    for agent, (_, count) in loops.items():
+    for agent, seen in loops.items():
+        count = seen[1]
         if count >= limit:
             who = "the agent" if agent == "main" else f"subagent {agent}"
             return [

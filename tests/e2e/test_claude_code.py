@@ -199,20 +199,25 @@ def agent_call(marker: str, **step) -> dict:
     )
 
 
+def agent_scenario(sub: str, sub_steps: list, main_usage: dict) -> dict:
+    """The main thread calls subagent sub (scripted by sub_steps), then a command that leaves
+    main.txt, then answers; each main response with main_usage."""
+    main = [
+        agent_call(sub, usage=dict(main_usage)),
+        bash("echo main >> main.txt", "After the agent", usage=dict(main_usage)),
+        text("All done.", usage=dict(main_usage)),
+    ]
+    return {
+        "anthropic": slow_all(main),
+        "anthropic_route": route_by_marker({sub: slow_all(sub_steps)}),
+    }
+
+
 def test_subagent_runaway_is_stopped_inside_the_subagent(tmp_path):
     claude = Claude(tmp_path, max_failures=3)
     sub = "SUBAGENT-FAILS-1"
     sub_steps = [fail_step(n, "sub.txt") for n in range(1, 9)] + [text("Sub gave up.")]
-    main = [
-        agent_call(sub, usage=usage(50, 10)),
-        bash("echo main >> main.txt", "After the agent", usage=usage(50, 10)),
-        text("All done."),
-    ]
-    scenario = {
-        "anthropic": slow_all(main),
-        "anthropic_route": route_by_marker({sub: slow_all(sub_steps)}),
-    }
-    with ScriptedModel(scenario) as model:
+    with ScriptedModel(agent_scenario(sub, sub_steps, usage(50, 10))) as model:
         run = claude.run(model)
     assert claude.marker("sub.txt") == ["1", "2", "3"], run
     subagents = run.subagent_transcripts()
@@ -242,16 +247,7 @@ def test_subagent_spend_counts_toward_the_cap(tmp_path):
         bash("echo s2 >> sub.txt", "Two", usage=dict(big)),
         text("Checked.", usage=dict(STEP_USAGE)),
     ]
-    main = [
-        agent_call(sub, usage=dict(STEP_USAGE)),
-        bash("echo main >> main.txt", "After the agent", usage=dict(STEP_USAGE)),
-        text("All done.", usage=dict(STEP_USAGE)),
-    ]
-    scenario = {
-        "anthropic": slow_all(main),
-        "anthropic_route": route_by_marker({sub: slow_all(sub_steps)}),
-    }
-    with ScriptedModel(scenario) as model:
+    with ScriptedModel(agent_scenario(sub, sub_steps, STEP_USAGE)) as model:
         run = claude.run(model)
     # At the subagent's second call: main + its two responses = 0.049 (the second one seen at
     # its call or estimated, $0.025 a response uncached), and its next would cross 0.06 (at its
@@ -263,12 +259,13 @@ def test_subagent_spend_counts_toward_the_cap(tmp_path):
     status = claude.status(run.session_id)
     agent_id = run.subagent_transcripts()[0].stem[len("agent-") :]
     assert status["by_agent"][agent_id] == pytest.approx(0.020001 * 2, abs=1e-9)
-    # main: the Agent call's response, then the response whose call was refused (no hook runs
-    # between a subagent's end and the main thread's request: it is paid, within the cap)
-    assert status["by_agent"]["main"] == pytest.approx(2 * STEP_USD, abs=1e-9)
+    # main: the Agent call's response only: the guard's PostToolUse of the Agent call ended
+    # the run after the subagent's end, before the main thread's next request
+    assert status["by_agent"]["main"] == pytest.approx(STEP_USD, abs=1e-9)
+    assert len(model.api_requests()) == 3
     assert status["blocked"]["wire"] == "session"
     assert status["spend_usd"] == pytest.approx(run.result["total_cost_usd"], abs=1e-9)
-    assert status["spend_usd"] == pytest.approx(0.040002 + 2 * STEP_USD, abs=1e-9)
+    assert status["spend_usd"] == pytest.approx(0.040002 + STEP_USD, abs=1e-9)
     assert status["spend_usd"] <= cap
 
 

@@ -199,6 +199,8 @@ class Book:
     def __init__(self, pending):
         self.calls = []
         self.pending = pending
+        self.known = None
+        self.state = {}  # what text_loops counts
 
     def expecting(self):
         return self.pending
@@ -226,7 +228,7 @@ def read(reader_class, lines, agent, ver, pending):
     data = bytearray(b"\n".join(lines) + b"\n")
     reader.lines(data, 0, len(data))
     reader.flush()
-    return book.calls, entry
+    return book.calls, entry, book.state
 
 
 def row(block, parent=None, requested="claude-opus-4-8", late=(), decoy=False, **changes):
@@ -282,6 +284,6 @@ def test_a_responses_repeated_rows_are_not_decoded(monkeypatch):
     decoded = []
     loads = jsonio.loads
     monkeypatch.setattr(jsonio, "loads", lambda raw: decoded.append(raw) or loads(raw))
-    calls, _ = read(claude._Reader, lines, "main", True, False)
+    calls, _, _ = read(claude._Reader, lines, "main", True, False)
     assert decoded == lines[:1]
     assert [call[0] for call in calls] == ["usage"]

@@ -152,10 +152,10 @@ def is_guard(handler) -> bool:
     )
 
 
-def without_guard(obj):
+def without_guard(obj, host="claude"):
     """The settings object with the guard taken out (independent of the installer's code).
 
-    Guard handlers in hooks.PreToolUse (and GUARD_EVENTS) and the guard's statusLine go; so
+    Guard handlers in the host's GUARD_EVENTS and the guard's statusLine go; so
     does a group they alone filled, then an empty list and an empty hooks object (the one
     documented exception to "uninstall gives back the original": an empty container cannot be
     told apart from one the installer made).
@@ -167,7 +167,7 @@ def without_guard(obj):
     hooks = obj.get("hooks")
     if not isinstance(hooks, dict):
         return obj
-    for event in GUARD_EVENTS:
+    for event in GUARD_EVENTS[host]:
         if event not in hooks:
             continue
         groups = []
@@ -188,7 +188,9 @@ def without_guard(obj):
 
 
 EVENT = "PreToolUse"
-GUARD_EVENTS = (EVENT, "UserPromptSubmit", "Stop")  # Claude Code's and Codex's (hosts/_turns.py)
+# hosts/_turns.py; Claude Code also PostToolUse (after a subagent: claude.py)
+TURNS = (EVENT, "UserPromptSubmit", "Stop")
+GUARD_EVENTS = {"claude": (*TURNS, "PostToolUse"), "codex": TURNS}
 
 
 def is_guard_rule(rule) -> bool:
@@ -275,7 +277,7 @@ def test_valid_file_round_trip(host, scope, fixture, tmp_path, source, home):
     code, _ = run(args, env, source)
     assert code == 0
     installed = parse(target)
-    assert same(without_guard(installed), without_guard(original))
+    assert same(without_guard(installed, host), without_guard(original, host))
     skill = skill_path(host, scope, home, project)
     command = hook_list.hook_command(sys.executable, skill)
     before = guard_handlers(original)
@@ -306,8 +308,8 @@ def test_valid_file_round_trip(host, scope, fixture, tmp_path, source, home):
     # uninstall gives back the original (guard-free) object
     code, _ = run([*args, "--uninstall"], env, source)
     assert code == 0
-    assert same(parse(target), without_guard(original))
-    if not before and same(without_guard(original), original):
+    assert same(parse(target), without_guard(original, host))
+    if not before and same(without_guard(original, host), original):
         assert same(parse(target), original)
     assert not skill.exists()
 
@@ -432,11 +434,11 @@ def test_codex_append_keeps_positions(tmp_path, source, home):
     installed = parse(target)
     # the guard's events get its group appended (Codex trusts a hook by its position), the
     # others are left as they were, in their order
-    added = [event for event in GUARD_EVENTS if event not in original["hooks"]]
+    added = [event for event in GUARD_EVENTS["codex"] if event not in original["hooks"]]
     assert list(installed["hooks"]) == list(original["hooks"]) + added
     for event in installed["hooks"]:
         before = original["hooks"].get(event, [])
-        if event in GUARD_EVENTS:
+        if event in GUARD_EVENTS["codex"]:
             assert installed["hooks"][event][: len(before)] == before
             assert is_guard(installed["hooks"][event][len(before)]["hooks"][0])
         else:
@@ -646,7 +648,8 @@ def test_check_reports_a_broken_hook(tmp_path, source, home):
     assert run(["--host", "all", "--python", str(python)], env, source)[0] == 0
     code, out = run(["--host", "all", "--check"], env, source)
     assert code == 0, out
-    assert out.count("ok: ") == 2 * len(GUARD_EVENTS) and "Codex trust" in out  # per event
+    events = len(GUARD_EVENTS["claude"]) + len(GUARD_EVENTS["codex"])
+    assert out.count("ok: ") == events and "Codex trust" in out  # per event
     guard = home / ".claude" / "skills" / "runaway-guard" / "skill"
     assert (guard / "ran").read_text() == "--self-check --host claude"
 
@@ -686,7 +689,7 @@ def test_check_runs_the_installed_guards_self_check(tmp_path, home):
     assert code == 1
     fails = [line for line in out.splitlines() if line.startswith("FAIL")]
     failed = fails[0]
-    assert fails == [failed] * len(GUARD_EVENTS)  # one per event the hook is installed for
+    assert fails == [failed] * len(GUARD_EVENTS["claude"])  # one per event it is installed for
     assert failed.startswith("FAIL: the guard's self-check exited with 1: runaway-guard is broken")
     assert "runaway_guard.hook cannot be loaded: SyntaxError" in failed
     assert failed.endswith("reinstall with: python3 installer/install.py --host claude")
@@ -800,14 +803,14 @@ def test_property_install_uninstall(obj, host, indent):
 
         assert run(["--host", host], env, source)[0] == 0
         installed = parse(target)
-        assert same(without_guard(installed), without_guard(obj))
+        assert same(without_guard(installed, host), without_guard(obj, host))
         assert guard_handlers(installed)
         once = target.read_bytes()
         assert run(["--host", host], env, source)[0] == 0
         assert target.read_bytes() == once
         assert len(backups(target)) == 1
         assert run(["--host", host, "--uninstall"], env, source)[0] == 0
-        assert same(parse(target), without_guard(obj))
+        assert same(parse(target), without_guard(obj, host))
         shutil.rmtree(tmp_path / "src")
 
 

@@ -31,11 +31,15 @@ This module imports no host module: a call imports only its own host's.
 from .. import load as load_bundled
 
 
-def hook_entry(*events, timeout=30, grouped=True):
+def hook_entry(*events, timeout=30, grouped=True, matchers=None):
     """INSTALL["entry"] of a host that lists command hooks per event in a JSON settings file
-    (timeout in the host's own unit)."""
+    (timeout in the host's own unit); matchers: {event: the group's matcher} for an event the
+    guard needs for some tools only."""
     handler = {"type": "command", "command": "{command}", "timeout": timeout}
-    return {"kind": "json-list", "events": events, "grouped": grouped, "handler": handler}
+    entry = {"kind": "json-list", "events": events, "grouped": grouped, "handler": handler}
+    if matchers:
+        entry["matchers"] = matchers
+    return entry
 
 
 def _has(*keys):

@@ -9,8 +9,18 @@ largest output count seen.
 
 import time
 
-from .. import fs, jsonio, pricing
-from ..calls import NOT_JSON, Call, count, fingerprint, ignore, tool_name
+from .. import fs, jsonio, pricing, text_loops
+from ..calls import (
+    MODEL,
+    NOT_JSON,
+    PROMPT,
+    Call,
+    count,
+    fingerprint,
+    ignore,
+    text,
+    tool_name,
+)
 from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP, TELL
 from ..jsonio import HEAD, head_types, type_at
 from . import hook_entry
@@ -34,6 +44,9 @@ TOOLS = {"Task": "Agent", "MultiEdit": "Edit"}
 # Each call is written to the transcript before the hook runs, a little late (a write queue
 # flushed every 100 ms; seen on 2.1.332): the guard may wait for it (hook._catch_up).
 WRITES_CALLS = True
+# After a subagent's end (PostToolUse of its Agent call) its last answer, which may be the one
+# that crossed a cap, can still be in that queue: the hook waits at most this long for it.
+SUBAGENT_END_WAIT_S = 0.3
 
 INSTALL = {
     "home": ("CLAUDE_CONFIG_DIR", ".claude"),
@@ -41,8 +54,10 @@ INSTALL = {
     "project": {"settings": ".claude/settings.local.json", "skills": ".claude/skills"},
     "binaries": ("claude",),
     # UserPromptSubmit and Stop: spend with no tool call (a past cap refuses a new prompt, and
-    # a turn another Stop hook keeps going ends there)
-    "entry": hook_entry(*EVENTS),
+    # a turn another Stop hook keeps going ends there). PostToolUse of the Agent tool (Task
+    # before 2.1.x): after a subagent's end, before the main thread's next request, where
+    # `continue: false` ends the run (SubagentStop's only ends the subagent: seen on 2.1.332).
+    "entry": hook_entry(*EVENTS, "PostToolUse", matchers={"PostToolUse": "Agent|Task"}),
     # Claude Code's own rules: its file tools (Edit covers Write, MultiEdit and NotebookEdit)
     # ask before they change the guard's folders, even where the hook cannot run.
     "guard_rules": {"list": ("permissions", "ask"), "rule": "Edit({path}/**)"},
@@ -100,6 +115,10 @@ _REJECTED = (
 def call(payload):
     turn, fired = turn_call(NAME, payload, "prompt_id")
     if turn:
+        if fired is not None and fired.event == MODEL:  # PostToolUse of a finished subagent
+            response = payload.get("tool_response")
+            if isinstance(response, dict) and response.get("status") == "completed":
+                fired.tool_input = text(response.get("agentId"))  # sync waits for its answer
         return fired
     return Call(
         NAME,
@@ -151,17 +170,38 @@ def sync(book, call):
     main = call.transcript_path
     if not main or not call.session_id:
         return False
+    entry = _read(book, call, main, call.agent)
+    ended = call.tool_input if call.event == MODEL else None  # after a subagent: its id
+    if isinstance(ended, str):
+        deadline = time.monotonic() + SUBAGENT_END_WAIT_S
+        while not text_loops.answered(book.state, ended) and time.monotonic() < deadline:
+            time.sleep(0.01)
+            _read(book, call, main, ended)
+        text_loops.note(book.state, ended, None)  # its run of answers ended with it
+    if call.prompt_id and entry.get("prompt") != call.prompt_id:
+        # The person's new prompt (a Stop hook's continuation keeps the id): the answers read
+        # up to here were given before it, and a run of the same answer starts again. (A
+        # session's first call: only its prompt tells that what was read came before.)
+        if "prompt" in entry or call.event == PROMPT:
+            text_loops.reset(book.state)
+        entry["prompt"] = call.prompt_id
+    return True
+
+
+def _read(book, call, main, agent):
+    """Read what the session's files gained (agent's file looked at whatever its age); the main
+    file's entry."""
     files = book.state["files"]
     folder = fs.dirname(main)
     subagents = fs.join(folder, call.session_id, "subagents")
-    for path, agent in _subagent_files(book.state.setdefault("folders", {}), subagents):
-        follow(book, path, {"agent": agent})
+    for path, found in _subagent_files(book.state.setdefault("folders", {}), subagents):
+        follow(book, path, {"agent": found})
     if _old_layout(files.get(main)):
-        for path, agent in _sibling_files(folder, call.session_id, book):
-            follow(book, path, {"agent": agent})
-    files.setdefault(main, {"agent": "main"})
-    read_all(book, main, lambda entry: _Reader(book, entry), agent_file, call.agent)
-    return True
+        for path, found in _sibling_files(folder, call.session_id, book):
+            follow(book, path, {"agent": found})
+    entry = files.setdefault(main, {"agent": "main"})
+    read_all(book, main, lambda entry: _Reader(book, entry), agent_file, agent)
+    return entry
 
 
 def _subagent_files(seen, folder, depth=0):
@@ -317,6 +357,8 @@ class _Reader:
         self.held = None
         # The bytes a repeated row of the held response matches (see _repeats), or None.
         self.shape = None
+        # The text blocks of the held response's rows (text_loops: an answer without tools).
+        self.said = []
 
     def __call__(self, raw):
         self.line(raw)
@@ -342,9 +384,18 @@ class _Reader:
         context = count(usage.get("input_tokens")) + cached
         ahead = (context, cached, pricing.token_pricer(model, True))
         day = local_day(record.get("timestamp"))
+        # a file read again from its start (rewritten) brings answers text_loops has counted
+        counted = self.ledger.known is not None and key in self.ledger.known
         self.ledger.usage(key, agent, model, pusd, known, out, day, ahead)
         if agent == "main":
             self.entry["model"] = model
+        # Every row carries the response's stop reason (2.1.328 and later; a row written before
+        # the response ended has none): `tool_use` when it called a tool, else its text is an
+        # answer without tools, counted by text_loops.
+        reason = message.get("stop_reason")
+        if isinstance(reason, str) and not counted:
+            said = None if reason == "tool_use" else "\n".join(self.said)
+            text_loops.note(self.ledger.state, agent, said, key)
 
     def lines(self, data, start, stop):
         """Each whole line of data[start:stop], as line() would take it, but a long line
@@ -433,6 +484,14 @@ class _Reader:
                 agent = sidechain_agent
         out = count(usage.get("output_tokens"))
         held = self.held
+        if held is None or held[0] != key:
+            self.flush()
+            self.said = []
+        content = message.get("content")
+        for block in content if isinstance(content, list) else ():
+            if isinstance(block, dict) and block.get("type") == "text":
+                said = block.get("text")
+                self.said.append(said if isinstance(said, str) else "")
         if held is not None and held[0] == key:
             if out < held[1]:
                 return  # an earlier row of this response: a placeholder output count
@@ -441,10 +500,11 @@ class _Reader:
                 if same and held[5].get("pausedResponses") == message.get("pausedResponses"):
                     return  # another row of the response with the same usage (2.1.x)
                 self.flush()  # a tie: each is priced, the ledger keeps the dearer
-        else:
-            self.flush()
         self.held = (key, out, agent, model, record, message)
-        if "ver" in self.entry and key == message.get("id"):
+        # The rows of an answer without tools are read whole: their text counts (text_loops).
+        reason = message.get("stop_reason")
+        quiet = isinstance(reason, str) and reason != "tool_use"
+        if "ver" in self.entry and key == message.get("id") and not quiet:
             self.shape = _row_shape(raw, record, message, self.agent)
 
     def _repeats(self, raw, usage_at):
