@@ -6,7 +6,7 @@ person: where the host can ask, the guard asks them; where it cannot, it refuses
 agent the exact command for the person to run in their own terminal.
 """
 
-from . import config, fs, ledger
+from . import agent_book, config, fs, ledger
 from .money import MAX_USD, money, raised_cap, suggest_cap, usd
 
 STATUS_SCRIPT = "status.py"
@@ -198,7 +198,7 @@ def apply(state_dir, status_state, action, value=None):
         if action == "clear":
             agents = state["agents"]
             for record in agents.values():
-                ledger.reset_agent(record)
+                agent_book.reset_agent(record)
             state["blocked"] = None
             message = (
                 f"Cleared: the failure runs and loop counts of {len(agents)} "

@@ -38,7 +38,7 @@ This module is imported only when a team is configured; urllib only in the refre
 import sys
 import time
 
-from . import config, fs, jsonio, ledger, wires
+from . import config, fs, jsonio, state_file, wires
 from .decisions import STOP
 from .money import PICO, money
 
@@ -68,7 +68,7 @@ def private_folder(state_dir):
     """The team folder, made 0700 where it is not; refused when it is a link or another user's
     (its files are made 0600, without following links)."""
     path = folder(state_dir)
-    ledger.private_dir(path)
+    state_file.private_dir(path)
     info = fs.lstat(path)
     if info.st_mode & 0o170000 != 0o040000 or (fs.getuid and info.st_uid != fs.getuid()):
         raise OSError(f"{path} is a link or another user's: remove it, the guard makes it again")
@@ -88,7 +88,7 @@ def periods(now):
 
 
 def read_cache(state_dir):
-    cache = ledger.read_json(cache_path(state_dir))
+    cache = state_file.read_json(cache_path(state_dir))
     return cache if cache and cache.get("v") == VERSION else None
 
 
@@ -454,7 +454,7 @@ def _await(state_dir):
 
 
 def _try_flock(fd):
-    """The refresh lock is a flock, not the sessions' record lock (ledger.try_lock): the
+    """The refresh lock is a flock, not the sessions' record lock (state_file.try_lock): the
     refresh process inherits it with the descriptor, and a record lock is not inherited."""
     import fcntl
 
@@ -498,9 +498,9 @@ def child():
         if settings.team:
             host, session_id = [*sys.argv[3:5], "", ""][:2]
             if host and session_id:  # what the call that started this saves, first
-                _, base = ledger.session_paths(settings.state_dir, host, session_id)
+                _, base = state_file.session_paths(settings.state_dir, host, session_id)
                 try:
-                    with ledger.Lock(base + ".lock"):
+                    with state_file.Lock(base + ".lock"):
                         pass
                 except OSError:
                     pass
@@ -554,7 +554,7 @@ def _changed_since(state_dir, moment):
         except OSError:
             continue
         for entry in entries:
-            if not entry.name.endswith((ledger.STATE, ".ledger")):
+            if not entry.name.endswith((state_file.STATE, ".ledger")):
                 continue
             try:
                 if entry.stat().st_mtime > moment:
@@ -568,7 +568,7 @@ def sync(settings):
     """A refresh now, waited for (status.py --team-sync: CI's last step, debugging). It waits
     for a refresh in progress to end (its push must not land after this one's), not longer."""
     path = fs.join(private_folder(settings.state_dir), "refresh.lock")
-    lock = ledger.Lock(path, attempt=_try_flock)
+    lock = state_file.Lock(path, attempt=_try_flock)
     try:
         lock.__enter__()
     except TimeoutError:
@@ -598,7 +598,7 @@ def machine_id(state_dir):
         except FileExistsError:
             continue  # another process made it first: read theirs
         try:
-            ledger.write_all(fd, fs.urandom(6).hex().encode())
+            state_file.write_all(fd, fs.urandom(6).hex().encode())
         finally:
             fs.close(fd)
     raise OSError(f"cannot make a machine id in {path}")
@@ -629,12 +629,12 @@ def machine_totals(state_dir, month, day, now):
                 continue
         for name, mtime in stats.items():
             base, dot, kind = name.rpartition(".")
-            if dot + kind not in (ledger.STATE, ".ledger") or mtime < month_start - 86400:
+            if dot + kind not in (state_file.STATE, ".ledger") or mtime < month_start - 86400:
                 continue  # written before the month began: none of its spend is this month's
-            if kind == "ledger" and base + ledger.STATE in stats:
+            if kind == "ledger" and base + state_file.STATE in stats:
                 continue
             path = fs.join(root, host, name)
-            state = ledger.read_state(path) if kind != "ledger" else None
+            state = state_file.read_state(path) if kind != "ledger" else None
             spend = state.get("spend") if state else None
             if isinstance(spend, dict) and isinstance(spend.get("day"), dict):
                 days = spend["day"]
@@ -890,7 +890,7 @@ def refresh(settings, now=None, ends=None):
         cache["failures"] = 0
         cache["stale_since"] = None
     private_folder(state_dir)
-    ledger.write_atomic(cache_path(state_dir), jsonio.dumps(cache).encode())
+    state_file.write_atomic(cache_path(state_dir), jsonio.dumps(cache).encode())
     try:
         fs.remove(awaited_path(state_dir))  # what was awaited has come
     except FileNotFoundError:

@@ -9,7 +9,7 @@ import time
 
 from .. import fs, jsonio, tail
 from ..calls import ignored
-from ..ledger import DORMANT
+from ..state_file import DORMANT
 
 _day_cache = {}
 # A line longer than this is judged first by the type its head names (jsonio.head_types):
