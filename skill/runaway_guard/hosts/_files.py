@@ -344,6 +344,17 @@ def listing(seen, folder):
     return names
 
 
+def listed(book, folder):
+    """listing(folder), with the folders' times in the book's state: a host reader's way to
+    them (state["folders"] is this module's)."""
+    return listing(book.state.setdefault("folders", {}), folder)
+
+
+def list_again(book, folder):
+    """Have folder listed again next call, changed or not (a file in it was not ready)."""
+    book.state.get("folders", {}).pop(folder, None)
+
+
 def first_line(path, limit=1 << 20):
     """The first line of a regular file, at most limit bytes; OSError for anything else.
 
