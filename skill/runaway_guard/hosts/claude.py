@@ -21,7 +21,7 @@ from ._files import (
     first_line,
     follow,
     followed,
-    listing,
+    listed,
     local_day,
     read_all,
 )
@@ -218,12 +218,12 @@ def _sibling_files(folder, session_id, book):
     """(path, agent id) of the agent files beside the transcript that are this session's, looked
     for when the folder changed (2.0.28 to 2.1.1 wrote them there, for every session)."""
     found = []
-    for name in listing(book.state.setdefault("folders", {}), folder) or ():
+    for name in listed(book, folder) or ():
         if not (name.startswith("agent-") and name.endswith(".jsonl")):
             continue
         path = fs.join(folder, name)
         if not followed(book, path) and _first_session_id(path) != session_id:
-            book.state["files"][path] = {"foreign": True}
+            follow(book, path, {"foreign": True})
             continue
         found.append((path, name[6:-6]))
     return found
