@@ -25,7 +25,8 @@ from ._files import (
     first_line,
     follow,
     followed,
-    listing,
+    list_again,
+    listed,
     local_day,
     read_all,
 )
@@ -365,21 +366,18 @@ def _day_folders(folder):
 
 def _discover(ledger, folder, since, root_id):
     """Register the folder's rollouts of this session, looked for when the folder changed."""
-    files = ledger.state["files"]
-    seen = ledger.state.setdefault("folders", {})
-    names = listing(seen, folder)
-    for name in names or ():
+    for name in listed(ledger, folder) or ():
         item_path = fs.join(folder, name)
         if not name.startswith("rollout-") or name < since or followed(ledger, item_path):
             continue
         meta = _session_meta(item_path)
         if meta is None:
-            seen.pop(folder, None)  # its first line is not written yet: look again next call
+            list_again(ledger, folder)  # its first line is not written yet: look again next call
         elif meta.get("session_id") == root_id:
             agent = "main" if meta.get("id") == root_id else str(meta.get("id"))
-            files[item_path] = {"agent": agent}
+            follow(ledger, item_path, {"agent": agent})
         else:
-            files[item_path] = {"foreign": True}
+            follow(ledger, item_path, {"foreign": True})
 
 
 def _session_meta(path):
