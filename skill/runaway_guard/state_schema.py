@@ -62,20 +62,20 @@ STATE = {
 }
 
 # The dicts of a fixed shape inside the state: where they are, and their keys.
-AGENT = {  # state["agents"][name] (agent_book.AgentBook.agent)
+AGENT = {  # state["agents"][name] (agent_book.agent)
     "fails": (int, "agent_book", "failed calls in a row: the failure wire"),
     "hist": (list, "agent_book", "the last finished calls and outcomes: the loop wire"),
     "pending": (list, "agent_book", "calls waiting for their outcome: [id, call hash]"),
     "ref": (dict, "wires", "what the wires compare the next calls with"),
     "asked": (list, "agent_book", "calls the guard asked the person about"),
 }
-SPEND = {  # state["spend"] (spend_ledger.SpendLedger._book)
+SPEND = {  # state["spend"] (spend_ledger._book)
     "total": (int, "spend_ledger", "the session's spend: its cap"),
     "model": (dict, "spend_ledger", "by model id: status"),
     "agent": (dict, "spend_ledger", "by agent: status"),
     "day": (dict, "spend_ledger", "by local day: the daily cap and the project's periods"),
 }
-SIDE = {  # state["side"] (spend_ledger.SpendLedger.reconcile)
+SIDE = {  # state["side"] (spend_ledger.reconcile)
     "est": (dict, "spend_ledger", "the estimates of unwritten requests, by key: their model"),
     "host": (int, "spend_ledger", "what the host billed beyond the transcripts"),
 }
