@@ -5,6 +5,7 @@ that check fails on a key the schema does not name, keep the schema itself hones
 the skill's modules free of import cycles."""
 
 import ast
+import importlib
 
 import pytest
 from guard_env import ROOT
@@ -132,6 +133,9 @@ def test_no_module_of_the_skill_is_in_an_import_cycle():
     """Imports inside functions count: they run too. A module's import of its own package does
     not: the package is imported before any of its modules."""
     modules = dict(skill_modules())
+    for name in modules:
+        if name.startswith("runaway_guard"):  # skill/*.py are scripts: they would run
+            importlib.import_module(name)
     graph = {
         name: {module for module in imports_of(name, path, modules) if not name.startswith(module)}
         for name, path in modules.items()
