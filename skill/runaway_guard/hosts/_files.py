@@ -275,6 +275,12 @@ def follow(book, path, entry):
         book.state["files"][path] = entry
 
 
+def main_entry(book, path):
+    """The entry of the session's own file (a transcript, a database), made on first sight: it
+    is never dormant, so it is looked up at once."""
+    return book.state["files"].setdefault(path, {"agent": "main"})
+
+
 def followed(book, path):
     """Whether the book follows path (a changed folder's file, Codex's calling rollout); a
     dormant one is woken: read_all looks at it this call."""
