@@ -61,7 +61,7 @@ def new_state(host, session_id):
         "off": False,
         "warned": {},
         "daily_written": {},
-        # and, once set: "ahead" (estimate.py: per agent, its next request's estimate)
+        # and the keys set later by their owners: state_schema.py names every one
     }
 
 
