@@ -23,6 +23,7 @@ from ._files import (
     followed,
     listed,
     local_day,
+    main_entry,
     read_all,
 )
 from ._turns import EVENTS, answering_turn, render_stop, turn_call
@@ -159,7 +160,7 @@ def sync(book, call):
     if _old_layout(files.get(main)):
         for path, agent in _sibling_files(folder, call.session_id, book):
             follow(book, path, {"agent": agent})
-    files.setdefault(main, {"agent": "main"})
+    main_entry(book, main)
     read_all(book, main, lambda entry: _Reader(book, entry), agent_file, call.agent)
     return True
 
