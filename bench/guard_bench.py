@@ -201,13 +201,16 @@ def guard_env(work, info):
 
 def state_bytes(paths):
     """What the calls read and write of the state files: each state itself (a file in slots
-    holds two, runaway_guard/ledger.py), and the files' own size."""
+    holds two, runaway_guard/state_file.py), and the files' own size."""
     import marshal
 
-    from runaway_guard import ledger  # the measured skill's (registered_hosts)
+    try:  # the measured skill's (registered_hosts)
+        from runaway_guard.state_file import read_state
+    except ImportError:  # a tree from before ledger.py was split
+        from runaway_guard.ledger import read_state
 
     paths = [path for path in paths if path.endswith(STATE_SUFFIXES)]
-    states = [ledger.read_state(path) for path in paths]
+    states = [read_state(path) for path in paths]
     own = sum(len(marshal.dumps(state, 4)) for state in states if state is not None)
     return own, sum(os.path.getsize(path) for path in paths)
 
@@ -645,7 +648,7 @@ def timed(owner, name, label):
 timed(config, "load", "config")
 timed(ledger.Ledger, "__enter__", "lock, read state")
 timed(ledger.Ledger, "save", "write state")
-timed(ledger, "daily_spend", "daily file")
+timed(sys.modules.get("runaway_guard.day_totals", ledger), "daily_spend", "daily file")
 timed(ledger, "prune_if_due", "prune check")
 load = hosts.load
 def load_host(name):

@@ -2,7 +2,7 @@
 state changed under its lock. Apart from controls.py, which every hook call loads: only the
 status command applies them."""
 
-from . import config, ledger
+from . import agent_book, config, ledger
 from .controls import sh_quote, status_command
 from .money import MAX_USD, money, raised_cap, suggest_cap, usd
 
@@ -40,7 +40,7 @@ def apply(state_dir, status_state, action, value=None):
         if action == "clear":
             agents = state["agents"]
             for record in agents.values():
-                ledger.reset_agent(record)
+                agent_book.reset_agent(record)
             state["blocked"] = None
             message = (
                 f"Cleared: the failure runs and loop counts of {len(agents)} "

@@ -9,8 +9,10 @@ import sys
 import time
 
 from . import (
+    agent_book,
     config,
     controls,
+    day_totals,
     estimate,
     fs,
     hosts,
@@ -300,7 +302,7 @@ def _new_prompt(state, call):
     if call.prompt_id and call.prompt_id != state["prompt"]:
         if state["prompt"] is not None:
             for record in state["agents"].values():
-                ledger.reset_agent(record)  # a new prompt: the person decided to go on
+                agent_book.reset_agent(record)  # a new prompt: the person decided to go on
             state["blocked"] = None
         state["prompt"] = call.prompt_id
         state["prompt_at"] = time.time()  # time_limits: the autonomy clock starts again
@@ -334,7 +336,7 @@ def _daily_spend(state, call, settings):
 
     A daily cap needs every session's share there exact, so then this session's is written
     whenever it changes. Without one the file only lists the day's sessions for `status
-    --today`, which reads each session's own total (ledger.day_shares): it is written when
+    --today`, which reads each session's own total (day_totals.day_shares): it is written when
     the session first spends that day and then at most every DAY_FILE_EVERY_S seconds, which
     saves most calls a locked read, write and rename (0.5 ms)."""
     today = time.strftime("%Y-%m-%d")
@@ -349,14 +351,14 @@ def _daily_spend(state, call, settings):
     ):
         key = f"{call.host}:{call.session_id}"
         try:
-            daily = ledger.daily_spend(settings.state_dir, today, key, mine)
+            daily = day_totals.daily_spend(settings.state_dir, today, key, mine)
         except (OSError, TimeoutError) as error:  # judged all the same; written next call
             _log(settings.state_dir, "unsaved", f"the day file: {error}")
-            return ledger.daily_spend(settings.state_dir, today, key, mine, write=False)
+            return day_totals.daily_spend(settings.state_dir, today, key, mine, write=False)
         state["daily_written"] = {today: mine, "at": now}
         return daily
     if settings.daily_usd > 0:
-        return ledger.daily_spend(settings.state_dir, today)
+        return day_totals.daily_spend(settings.state_dir, today)
     return mine
 
 

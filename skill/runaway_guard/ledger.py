@@ -1,261 +1,43 @@
 """The session's ledger and state: what was spent, per response, and how each agent's calls went.
 
 A session's files in the state dir, all private to the user:
-- `<id>.state`, small and rewritten atomically under a lock on every call: read cursors, spend
-  totals, the last responses (whose usage can still grow), and the wires' counters. It holds
-  JSON's kinds of data, written with `marshal` (format 4, which every Python 3 reads): a call
-  reads and writes it in a third of the time JSON takes (bench/README.md). The file has two
-  slots, written in turn in place (see SLOTS); a reader takes the newer whole one, so a call
-  killed mid-write leaves the state before it, as a rename would. A state is rebuilt from the
+- `<id>.state`, the session state (state_file.py: format, slots, lock), rebuilt from the
   ledger when it is unreadable; the JSON `<id>.json` of earlier versions is read once;
 - `<id>.<part>.<n>`, a part of the state that a call seldom needs, kept in a file of its own
   (Ledger.part): read only by the calls that need it, written anew (n + 1) only when it
   changes, before the state that names it, and removed once that state is written;
 - `<id>.ledger`, append-only, one line per priced response (and per later correction): the
-  source of truth for spend. It is read only when a transcript was rewritten or the state was
-  lost, so that a re-read neither counts a response twice nor drops one counted before.
-Money is kept in integer picodollars so sums and corrections are exact.
+  source of truth for spend (spend_ledger.py). It is read only when a transcript was rewritten
+  or the state was lost, so that a re-read neither counts a response twice nor drops one
+  counted before.
+Money is kept in integer picodollars so sums and corrections are exact. The Ledger is the
+session's state loaded under its lock; what it books is spend_ledger.py's (responses) and
+agent_book.py's (calls and their outcomes), whose functions it binds as its methods.
 """
 
 import marshal
 import time
 
-from . import estimate, fs, jsonio
+from . import agent_book, fs, spend_ledger
+from .spend_ledger import ACTIVE, RECENT, trim_after
+from .state_file import (
+    MARSHAL_FORMAT,
+    SLOTS_WRITTEN,
+    STATE,
+    Lock,
+    append_lines,
+    private_dir,
+    read_json,
+    read_slots,
+    session_paths,
+    write_all,
+    write_state,
+)
 
 VERSION = 1
-STATE = ".state"  # a session's state file: <id>.state
-MARSHAL_FORMAT = 4
-# The state file: SLOTS, each slot's size (4 bytes), then two slots of that size. A slot holds
-# its number (8 bytes), its data's length (4) and seal (8, see _seal), then the marshal data.
-# A call writes the slot the newer one is not, in place: a rename over the state made ext4
-# write the new file out at once (auto_da_alloc), 0.2-0.3 ms a call (bench/README.md). A torn
-# slot fails its seal. SLOTS is no marshal type code: an earlier version rebuilds the state.
-SLOTS = b"RGs2"
-SLOT_HEAD = 20
-SLOTS_WRITTEN = b"s"  # in a session's lock file: its state was written in slots (Ledger._load)
-PAGE = 4096
-DORMANT = "dormant"  # a part (Ledger.part): the dormant subagent files' entries (hosts/_files.py)
-PARTS = (DORMANT,)
-# Responses whose usage may still be corrected by a later row of the same response: an agent
-# writes one response's rows before its next response (within seconds), so its last one is
-# kept while it books responses (for ACTIVE seconds after its last), and the last RECENT across
-# all agents for good measure ("side", reconcile()'s booking, is always kept). Those but the
-# last RECENT are kept between calls as one JSON text, older than those in "recent" ("parked":
-# [how many, text]): with many subagents, marshal loads and writes one text in a fraction of
-# the time of a list for each. A call decodes them only to correct one of them, or to trim.
-RECENT = 16
-ACTIVE = 3600.0
 PRUNE_AFTER = 30 * 86400.0  # a session's state unseen this long is deleted (its ledger too)
 PRUNE_EVERY = 86400.0  # looked for at most once a day: one stat per call otherwise
-LOCK_WAIT = 10.0
 BURN_STEP, BURN_KEEP = 60.0, 64  # one spend sample a minute at most, the last hour or so
-HIST = 24  # the finished calls an agent's wires keep (their loops' window)
-
-_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
-
-
-class UnsafeFolder(Exception):
-    """A state folder someone else could plant or swap files in: the guard keeps nothing there
-    and fails open, saying so in hook.log (not an OSError: Ledger does not judge from it)."""
-
-
-def private_dir(path):
-    """path, a folder of this user's that no one else can write to (made 0700 if missing)."""
-    fs.makedirs(path, 0o700)
-    if fs.getuid is not None:  # Windows: no owners or modes to check
-        found = fs.stat(path)
-        if found.st_uid != fs.getuid() or found.st_mode & 0o022:
-            raise UnsafeFolder(
-                f"{path} belongs to user {found.st_uid} with mode {found.st_mode & 0o777:o}: "
-                "another user could write the guard's state there, so the guard keeps none and "
-                f"lets calls through. Make it yours alone (chmod 700 {path}; chown it to you), "
-                "or set RUNAWAY_GUARD_STATE_DIR to a folder of your own"
-            )
-    return path
-
-
-def safe_name(text):
-    """A file name for an id that came from outside: never a path, never hidden."""
-    name = "".join(c if c in _SAFE else "_" for c in text[:120]).lstrip(".")
-    if name != text or not name:
-        import zlib
-
-        name = f"{name[:100]}-{zlib.crc32(text.encode('utf-8', 'replace')):08x}"
-    return name
-
-
-def write_atomic(path, data):
-    """Replace path with data in one step, so readers never see a torn file (nor a link
-    followed)."""
-    temp = f"{path}.{fs.getpid()}.tmp"
-    fd = fs.open(temp, fs.O_WRONLY | fs.O_CREAT_NOFOLLOW | fs.O_TRUNC, 0o600)
-    try:
-        try:
-            write_all(fd, data)
-        finally:
-            fs.close(fd)
-        fs.replace(temp, path)
-    except BaseException:
-        try:
-            fs.remove(temp)  # a full disk must not be filled further by leftovers
-        except OSError:
-            pass
-        raise
-
-
-def append_lines(path, data):
-    """Append data (whole lines) to path. A line an earlier append left cut short (a full disk)
-    is ended first, so that the two never merge into one unreadable line; an append that fails
-    is cut back off, as far as the disk lets it."""
-    fd = fs.open(path, fs.O_RDWR | fs.O_CREAT_NOFOLLOW | fs.O_APPEND, 0o600)
-    try:
-        size = fs.fstat(fd).st_size
-        if size:
-            fs.lseek(fd, size - 1, fs.SEEK_SET)  # O_APPEND: the write goes to the end all the same
-            if fs.read(fd, 1) != b"\n":
-                data = b"\n" + data
-        try:
-            write_all(fd, data)
-        except OSError:
-            try:
-                fs.ftruncate(fd, size)
-            except OSError:
-                pass
-            raise
-    finally:
-        fs.close(fd)
-
-
-def write_all(fd, data):
-    """fs.write until every byte is written (a short write happens as a disk fills up)."""
-    view = memoryview(data)
-    while view:
-        view = view[fs.write(fd, view) :]
-
-
-def read_json(path):
-    """The JSON object in path, or None when it is missing or unusable."""
-    try:
-        with open(path, "rb") as handle:
-            data = jsonio.loads(handle.read())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _read_part(path):
-    with open(path, "rb") as handle:
-        return marshal.loads(handle.read())
-
-
-def read_state(path):
-    """The session state in path (see the module's docstring), or None when it is missing or
-    unusable. For readers without the lock: one whose read met two writes sees no whole slot,
-    and reads again."""
-    for attempt in range(3):
-        if attempt:
-            time.sleep(0.001)
-        state, place = read_slots(path)
-        if state is not None or place is None:
-            return state
-    return None
-
-
-def read_slots(path):
-    """The state in path and where it was (slot size, slot, number), or None for either: a
-    state of an earlier version (one marshal value) has no place, nor has a missing file; a
-    file in slots with no usable state has (0, 1, 0)."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return None, None
-    if data[:4] != SLOTS:
-        return _state(data), None
-    size = int.from_bytes(data[4:8], "little")
-    heads = [data[8 : 8 + SLOT_HEAD], data[8 + size : 8 + size + SLOT_HEAD]]
-    numbers = [int.from_bytes(head[:8], "little") for head in heads]
-    for slot in (0, 1) if numbers[0] > numbers[1] else (1, 0):
-        head, start = heads[slot], 8 + slot * size + SLOT_HEAD
-        body = data[start : start + int.from_bytes(head[8:12], "little")]
-        if numbers[slot] and _seal(body) == head[12:]:  # 0: missing or zeroed; torn: the seal
-            return _state(body), (size, slot, numbers[slot])
-    return None, (0, 1, 0)
-
-
-def _state(data):
-    try:
-        state = marshal.loads(data)
-    except (ValueError, EOFError, TypeError):
-        return None
-    return state if isinstance(state, dict) else None
-
-
-def _seal(data):
-    """data as one number, hashed: modulo 2**61 - 1, the same in every process (only str and
-    bytes hashes are salted), in C. calls.fingerprint's modulo two 30-bit primes took 3 times
-    as long: 0.1 ms at 45 KB, where the rename this saves costs 0.3 ms."""
-    return hash(int.from_bytes(data, "little")).to_bytes(8, "little")
-
-
-def write_state(path, state, place=None, plain=False):
-    """Write state into the slot after place (read_slots'), in place when it fits; else into a
-    new file in slots (a rename) half as large again as it needs. plain: as one marshal value
-    (a rename), for an earlier version beside this one (Ledger._load)."""
-    data = marshal.dumps(state, MARSHAL_FORMAT)
-    if plain:
-        write_atomic(path, data)
-        return
-    size, slot, number = place or (0, 1, 0)
-    slot, number = 1 - slot, number + 1
-    head = number.to_bytes(8, "little") + len(data).to_bytes(4, "little")
-    data = head + _seal(data) + data
-    if len(data) <= size and fs.lockf is not None:  # in place only where the lock holds writers
-        fd = fs.open(path, fs.O_WRONLY | fs.O_NOFOLLOW)
-        try:
-            fs.lseek(fd, 8 + slot * size, fs.SEEK_SET)
-            write_all(fd, data)
-        finally:
-            fs.close(fd)
-    else:
-        size = (len(data) * 3 // 2 + PAGE - 1) // PAGE * PAGE
-        write_atomic(path, SLOTS + size.to_bytes(4, "little") + data)
-
-
-def try_lock(fd):
-    """Whether this process now holds fd's file's lock: a POSIX record lock (lockf, from
-    posix; flock would import fcntl, 0.3 ms a call where it is a shared library). The lock is
-    the process's until it closes the file. Windows has no advisory locks: the guard runs
-    unlocked there."""
-    if fs.lockf is None:
-        return True
-    try:
-        fs.lockf(fd, fs.F_TLOCK, 0)
-        return True
-    except (BlockingIOError, PermissionError):  # EAGAIN or EACCES: held by another process
-        return False
-
-
-class Lock:
-    """An exclusive lock on a file, waited for a bounded time (parallel calls run at once)."""
-
-    def __init__(self, path, attempt=try_lock):
-        self.path = path
-        self.attempt = attempt
-        self.fd = None
-
-    def __enter__(self):
-        self.fd = fs.open(self.path, fs.O_RDWR | fs.O_CREAT_NOFOLLOW, 0o600)
-        deadline = time.monotonic() + LOCK_WAIT
-        while not self.attempt(self.fd):
-            if time.monotonic() > deadline:
-                fs.close(self.fd)
-                raise TimeoutError(f"lock busy: {self.path}")
-            time.sleep(0.003)
-        return self
-
-    def __exit__(self, *exc):
-        fs.close(self.fd)  # closing releases the lock
 
 
 def new_state(host, session_id):
@@ -279,14 +61,8 @@ def new_state(host, session_id):
         "off": False,
         "warned": {},
         "daily_written": {},
-        # and, once set: "ahead" (estimate.py: per agent, its next request's estimate)
+        # and the keys set later by their owners: state_schema.py names every one
     }
-
-
-def session_paths(state_dir, host, session_id):
-    folder = fs.join(state_dir, "sessions", host)
-    base = fs.join(folder, safe_name(session_id))
-    return folder, base
 
 
 class Ledger:
@@ -401,7 +177,7 @@ class Ledger:
         except TypeError:  # not a number: trimmed away
             stale = True
         self._stale = stale  # an agent went quiet for ACTIVE: trim before saving
-        self._trim_at = _trim_after(self._recent_count())
+        self._trim_at = trim_after(self._recent_count())
 
     def _rebuild(self):
         """A fresh state whose spend is the ledger's, with every transcript to be re-read."""
@@ -420,26 +196,6 @@ class Ledger:
             }
             state["side"] = {"est": estimates, "host": side[1] if side else 0}
         return state
-
-    def load_known(self):
-        """Every response the ledger has counted, last correction wins; for re-reads (which
-        look up every response they read: the parked ones are decoded once, not searched)."""
-        if self.known is not None:
-            return
-        self._unpark()
-        known = {}
-        try:
-            with open(self.ledger_path, "rb") as handle:
-                for line in handle:
-                    try:
-                        entry = jsonio.loads(line)
-                    except ValueError:
-                        continue
-                    if _valid_entry(entry):
-                        known[entry[0]] = entry
-        except OSError:
-            pass
-        self.known = known
 
     def save(self):
         state = self.state
@@ -523,255 +279,39 @@ class Ledger:
         self._changed_parts = set()
         return replaced
 
-    # -- spend
+    # -- spend (spend_ledger.py). The methods of spend_ledger.py and agent_book.py are their
+    # modules' functions, bound here: two mixin classes cost every hook call 0.15M instructions
+    # to make (type creation), 3% of what the guard adds to the interpreter's start.
 
-    def usage(self, key, agent, model, pusd, known_model, out, day, ahead=None):
-        """Count one API response, or correct it when a later row carries more output; ahead:
-        what estimate.note needs to estimate the agent's next request (None: a correction)."""
-        recent = self.state["recent"]
-        old = recent.get(key)
-        if old is None and self._parked_holds(key):
-            recent = self._unpark()
-            old = recent.get(key)
-        if old is None and self.known is not None:
-            old = self.known.get(key)
-        if old is not None:
-            if (out, pusd) <= (old[2], old[1]):
-                return  # an earlier row of a response already counted (or a stale correction)
-            self._book(old, -1)
-        entry = [key, pusd, out, model, agent, day]
-        self._book(entry, 1)
-        self._active[agent] = self._now
-        if self.known is not None:
-            self.known[key] = entry
-        recent.pop(key, None)
-        recent[key] = entry
-        if self._recent_count() > self._trim_at:
-            self._trim_recent()
-        self._appended.append(jsonio.dumps(entry) + "\n")
-        if known_model is not True:  # not in the table as written (pricing._resolve)
-            self._unlisted(model, known_model)
-        if ahead is not None:
-            estimate.note(self.state, agent, key, pusd, out, ahead)
+    load_known = spend_ledger.load_known
+    usage = spend_ledger.usage
+    _unlisted = spend_ledger._unlisted
+    estimate_unwritten = spend_ledger.estimate_unwritten
+    reconcile = spend_ledger.reconcile
+    remembers = spend_ledger.remembers
+    _recent_count = spend_ledger._recent_count
+    _parked_holds = spend_ledger._parked_holds
+    _unpark = spend_ledger._unpark
+    _park = spend_ledger._park
+    _trim_recent = spend_ledger._trim_recent
+    _book = spend_ledger._book
 
-    def _unlisted(self, model, known_model):
-        """Name a model id the table lacks as written, and what it was priced as: a listed
-        model's key, or "ceiling" (the dearest rates of its family)."""
-        if model not in self.state["unpriced"]:
-            self.state["unpriced"].append(model)
-        priced_as = self.state.get("priced_as")
-        if not isinstance(priced_as, dict):
-            priced_as = self.state["priced_as"] = {}
-        priced_as[model] = known_model if isinstance(known_model, str) else "ceiling"
+    # -- calls and their outcomes (agent_book.py)
 
-    # -- requests the host bills but does not write as responses (compaction, side requests)
-
-    def estimate_unwritten(self, key, model, pusd, day):
-        """Count an estimate for a billed request the transcript does not show (a compaction)."""
-        side = self.state.setdefault("side", {"est": {}, "host": 0})
-        if key in side["est"]:
-            return
-        side["est"][key] = model
-        self.usage("est:" + key, "main", model, pusd, True, 0, day)
-
-    def reconcile(self, host_total, model, day):
-        """Take the host's own session total: estimates give way to what it billed.
-
-        What the transcripts priced stays as it is; the difference, when positive, is booked to
-        the main thread (under its current model) as the requests the transcript never showed.
-        A host figure below ours (a model we price higher than the host) changes nothing.
-        """
-        side = self.state.setdefault("side", {"est": {}, "host": 0})
-        stamp = time.time_ns() // 1000  # corrections must outrank every earlier one
-        for key, estimated_model in side["est"].items():
-            self.usage("est:" + key, "main", estimated_model, 0, True, stamp, day)
-        side["est"] = {}
-        extra = max(0, host_total - (self.state["spend"]["total"] - side["host"]))
-        if extra != side["host"]:
-            side["host"] = extra
-            self.usage("side", "main", model, extra, True, stamp, day)
-
-    def remembers(self, key):
-        """Whether a response is among the recent ones (a later row can correct it without the
-        whole ledger)."""
-        return key in self.state["recent"] or self._parked_holds(key)
-
-    def _recent_count(self):
-        parked = self.state.get("parked")
-        return len(self.state["recent"]) + (parked[0] if parked else 0)
-
-    def _parked_holds(self, key):
-        """Whether key is a parked response's: each entry's text starts `["<key>",`."""
-        parked = self.state.get("parked")
-        return parked is not None and f"[{jsonio.dumps(key)}," in parked[1]
-
-    def _unpark(self):
-        """The recent responses, the parked ones decoded back in front of the others."""
-        state = self.state
-        parked = state.pop("parked", None)
-        if parked is not None:
-            recent = {entry[0]: entry for entry in jsonio.loads(parked[1])}
-            recent.update(state["recent"])
-            state["recent"] = recent
-        return state["recent"]
-
-    def _park(self):
-        """Park the recent responses but the last RECENT once there are twice as many."""
-        state = self.state
-        recent = state["recent"]
-        if len(recent) < 2 * RECENT:
-            return
-        keys = list(recent)[:-RECENT]
-        text = jsonio.dumps([recent.pop(key) for key in keys])
-        parked = state.get("parked")
-        if parked is not None:
-            state["parked"] = [parked[0] + len(keys), f"{parked[1][:-1]},{text[1:]}"]
-        else:
-            state["parked"] = [len(keys), text]
-
-    def _trim_recent(self):
-        """Keep the last response of each agent active in the last ACTIVE seconds, the last
-        RECENT of all, and "side"."""
-        state = self.state
-        self._unpark()
-        active = self._active
-        since = self._now - ACTIVE
-        for agent, seen in list(active.items()):
-            if not (isinstance(seen, (int, float)) and seen >= since):
-                del active[agent]
-        recent = state["recent"]
-        if len(recent) <= RECENT:
-            return
-        kept, agents = [], set()
-        for key in reversed(recent):
-            entry = recent[key]
-            agent = entry[4] if isinstance(entry, list) and len(entry) == 6 else None
-            last = agent not in agents and agent in active
-            if len(kept) < RECENT or last or key == "side":
-                kept.append(key)
-                agents.add(agent)
-        if len(kept) < len(recent):
-            self.state["recent"] = {key: recent[key] for key in reversed(kept)}
-        self._stale = False
-        self._trim_at = _trim_after(len(kept))
-
-    def _book(self, entry, sign):
-        _, pusd, _, model, agent, day = entry
-        pusd *= sign
-        spend = self.state["spend"]
-        spend["total"] += pusd
-        for totals, name in ((spend["model"], model), (spend["agent"], agent), (spend["day"], day)):
-            value = totals.get(name, 0) + pusd
-            if value:
-                totals[name] = value
-            else:
-                totals.pop(name, None)
-
-    # -- calls and their outcomes
-
-    def agent(self, name):
-        agents = self.state["agents"]
-        record = agents.get(name)
-        if record is None:
-            record = agents[name] = {"fails": 0, "hist": [], "pending": [], "ref": {}, "asked": []}
-        return record
-
-    def expecting(self):
-        """Whether any call still waits for its outcome (a test that costs no scan of a line)."""
-        return bool(self._pending_owner)
-
-    def waiting_for(self, raw):
-        """Whether a raw line may hold the outcome of a call the wires are waiting for."""
-        return any(tool_use_id.encode() in raw for tool_use_id in self._pending_owner)
-
-    def waited(self):
-        """The ids of the calls still waiting for their outcome, to look for in a host's rows."""
-        return list(self._pending_owner)
-
-    def call(self, agent, tool_use_id, call_hash):
-        """Remember a call until its outcome shows up in the transcript."""
-        record = self.agent(agent)
-        if any(pending_hash == call_hash for _, pending_hash in record["pending"]):
-            return False  # a parallel copy of a call still running: counted once
-        record["pending"].append([tool_use_id, call_hash])
-        self._pending_owner[tool_use_id] = agent
-        del record["pending"][:-64]
-        return True
-
-    def result(self, tool_use_id, status, outcome):
-        """An outcome read from a transcript: 'ok', 'fail', 'reset' (a person stepped in) or
-        'guard' (a refusal by this guard, possibly installed twice)."""
-        agent = self._pending_owner.pop(tool_use_id, None)
-        if agent is None:
-            return
-        record = self.state["agents"][agent]
-        call_hash = None
-        for index, (pending_id, pending_hash) in enumerate(record["pending"]):
-            if pending_id == tool_use_id:
-                call_hash = pending_hash
-                del record["pending"][index]
-                break
-        if status == "guard" or tool_use_id in self.state["denied"]:
-            return  # the guard's own refusal: the call never ran
-        if tool_use_id in record["asked"]:
-            record["asked"].remove(tool_use_id)
-            reset_agent(record)  # the person approved a call the guard asked about
-        if status == "reset":
-            reset_agent(record)
-            return
-        record["fails"] = record["fails"] + 1 if status == "fail" else 0
-        record["hist"].append([call_hash, outcome])
-        del record["hist"][:-HIST]
-
-    def outcome(self, agent, tool_use_id, failed, outcome):
-        """An outcome a post-tool hook reported (the host's files show it late, or never)."""
-        if tool_use_id:
-            reported = self.state.setdefault("reported", [])
-            if tool_use_id in reported:
-                return  # the same outcome reported through a second install
-            reported.append(tool_use_id)
-            del reported[:-64]
-        if tool_use_id in self._pending_owner:
-            self.result(tool_use_id, "fail" if failed else "ok", outcome)
-            return
-        if tool_use_id in self.state["denied"]:
-            return  # the guard's own refusal: the call never ran
-        record = self.agent(agent)
-        hist = record["hist"]
-        if hist and hist[-1][1] is None:
-            hist[-1][1] = outcome
-        record["fails"] = record["fails"] + 1 if failed else 0
-
-    def complete_unseen(self, agent, call_hash):
-        """With no transcript to read, a call is its own outcome: the loop wire still works."""
-        record = self.agent(agent)
-        record["hist"].append([call_hash, None])
-        del record["hist"][:-HIST]
-
-    def remember_refusal(self, agent, tool_use_id, asked):
-        """A call the guard refused never ran; one it asked about ran only if the person agreed."""
-        if not tool_use_id:
-            return
-        if asked:
-            asked_ids = self.agent(agent)["asked"]
-            asked_ids.append(tool_use_id)
-            del asked_ids[:-16]
-        else:
-            denied = self.state["denied"]
-            denied.append(tool_use_id)
-            del denied[:-256]
+    agent = agent_book.agent
+    expecting = agent_book.expecting
+    waiting_for = agent_book.waiting_for
+    waited = agent_book.waited
+    call = agent_book.call
+    result = agent_book.result
+    outcome = agent_book.outcome
+    complete_unseen = agent_book.complete_unseen
+    remember_refusal = agent_book.remember_refusal
 
 
-def _trim_after(kept):
-    """How many recent responses a long read lets accumulate before it trims (a trim looks at
-    each one)."""
-    return max(2 * kept, kept + RECENT)
-
-
-def reset_agent(record):
-    record["fails"] = 0
-    record["hist"] = []
-    record["ref"] = {}
+def _read_part(path):
+    with open(path, "rb") as handle:
+        return marshal.loads(handle.read())
 
 
 def _refused_write(error):
@@ -783,27 +323,6 @@ def _refused_write(error):
         errno.ENOSPC,
         errno.EDQUOT,
         errno.EROFS,
-    )
-
-
-# More than any response costs or any session spends ($10**15): a ledger line past it is not
-# one the guard wrote, and a sum of such lines could not be shown in dollars (a float).
-MOST_PICO = 10**27
-
-
-def _valid_entry(entry):
-    """Whether a ledger line is [key, picodollars, output, model, agent, day] as usage() writes
-    it: amounts whole numbers (not bools) from 0 to MOST_PICO. Any other line is ignored: one
-    that takes money away (negative) or cannot be summed and shown is no entry of the guard's."""
-    return (
-        isinstance(entry, list)
-        and len(entry) == 6
-        and isinstance(entry[0], str)
-        and type(entry[1]) is int
-        and type(entry[2]) is int
-        and 0 <= entry[1] <= MOST_PICO
-        and 0 <= entry[2] <= MOST_PICO
-        and all(isinstance(item, str) for item in entry[3:])
     )
 
 
@@ -865,52 +384,3 @@ def prune_if_due(state_dir, now=None):
     from . import prune
 
     return prune.unseen_since(state_dir, now - PRUNE_AFTER)
-
-
-def daily_path(state_dir, day):
-    return fs.join(state_dir, "daily", f"{day}.json")
-
-
-def day_shares(state_dir, day):
-    """Each session's spend on day, for status: the day file lists the day's sessions, and a
-    session's own state has its current figure (without a daily cap the hook updates its share
-    in the day file only every so often: hook._daily_spend)."""
-    shares = read_json(daily_path(state_dir, day)) or {}
-    for key, pusd in shares.items():
-        if not isinstance(pusd, int) or ":" not in key:
-            continue
-        state = read_state(session_paths(state_dir, *key.split(":", 1))[1] + STATE) or {}
-        spend = state.get("spend")
-        days = spend.get("day") if isinstance(spend, dict) else None
-        current = days.get(day) if isinstance(days, dict) else None
-        if isinstance(current, int) and current > pusd:
-            shares[key] = current
-    return shares
-
-
-def daily_spend(state_dir, day, session_key=None, session_pusd=None, write=True):
-    """All sessions' spend on day, in picodollars; first records this session's share if given
-    (write=False: counts it without writing, for when the file cannot be written).
-
-    One small file per day maps each session to its spend that day, so a daily cap spans every
-    session of every host without reading anyone else's transcripts.
-    """
-    path = daily_path(state_dir, day)
-    if session_key is None or not write:
-        shares = read_json(path) or {}
-        if session_key is not None:
-            shares[session_key] = session_pusd
-    else:
-        private_dir(fs.dirname(path))
-        with Lock(path + ".lock"):
-            shares = read_json(path) or {}
-            if shares.get(session_key) != session_pusd:
-                shares[session_key] = session_pusd
-                write_atomic(path, jsonio.dumps(shares).encode())
-    return day_total(shares)
-
-
-def day_total(shares):
-    """The sum of a day file's shares: whole picodollars above zero only (a share of another
-    kind, or below zero, cannot lower the day's total)."""
-    return sum(value for value in shares.values() if type(value) is int and value > 0)

@@ -163,10 +163,10 @@ def _read_table(path):
     with open(path, "rb") as handle:
         sections = {key: marshal.dumps(value) for key, value in jsonio.loads(handle.read()).items()}
     try:
-        from . import ledger
+        from . import state_file
 
         fs.makedirs(fs.dirname(cache))
-        ledger.write_atomic(cache, marshal.dumps((stamp, sections)))
+        state_file.write_atomic(cache, marshal.dumps((stamp, sections)))
     except (OSError, ValueError):
         pass
     return sections

@@ -4,7 +4,7 @@ which every hook call loads: only the status command reads them."""
 
 import time
 
-from . import ledger
+from . import state_file
 from .money import usd
 from .projects import (
     CAP_KEYS,
@@ -54,7 +54,7 @@ def month_rows(state_dir, month):
         names = []
     projects = []
     for name in names:
-        data = ledger.read_json(os.path.join(folder, name, f"{month}.json"))
+        data = state_file.read_json(os.path.join(folder, name, f"{month}.json"))
         days = month_days(data)
         if not days:
             continue

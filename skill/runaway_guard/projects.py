@@ -8,14 +8,14 @@ spend has grown: what the session spent since its last call is the branch's it i
 
 Each project has one small file a month (`projects/<project>/<YYYY-MM>.json`) that maps each
 day to each branch's sessions and their spend that day in picodollars, written under a lock
-like the day file (ledger.daily_spend): a day, a week (Monday to Sunday, local time, which may
+like the day file (day_totals.daily_spend): a day, a week (Monday to Sunday, local time, which may
 reach into the month before) and a month are sums over at most two files. Their contents are
 outside input like the rest: a share that is not a whole number above zero counts nothing.
 """
 
 import time
 
-from . import fs, jsonio, ledger
+from . import fs, jsonio, state_file
 from .calls import fingerprint
 from .wires import spend_wire
 
@@ -99,7 +99,7 @@ def branch(head):
 def file_name(path):
     """The project's folder in the state dir: its base name (readable) and a hash of the path."""
     base = fs.basename(path.rstrip("/")) or "root"
-    return f"{ledger.safe_name(base)[:40]}-{fingerprint(path)}"
+    return f"{state_file.safe_name(base)[:40]}-{fingerprint(path)}"
 
 
 def month_path(state_dir, name, month):
@@ -171,14 +171,14 @@ def _settle_others(settings, record, key, today):
     from .calls import Call
 
     path = month_path(settings.state_dir, record["file"], today[:7])
-    shares = month_days(ledger.read_json(path)).get(today, {})
+    shares = month_days(state_file.read_json(path)).get(today, {})
     others = sorted({other for found in shares.values() for other in found} - {key})
     for other in others[:SETTLE_MOST]:
         host, _, session_id = other.partition(":")
         if host not in hosts.NAMES or not session_id:
             continue  # a file's key is outside input: never a path, never a made-up session
         if not fs.isfile(
-            ledger.session_paths(settings.state_dir, host, session_id)[1] + ledger.STATE
+            state_file.session_paths(settings.state_dir, host, session_id)[1] + state_file.STATE
         ):
             continue
 
@@ -247,13 +247,13 @@ def period_totals(state_dir, record, key, local, write=True):
         path = month_path(state_dir, record["file"], month)
         mine = [day for day in dirty if day[:7] == month]
         if mine and write:
-            ledger.private_dir(fs.dirname(path))
-            with ledger.Lock(path + ".lock"):
-                days = _mine_in(month_days(ledger.read_json(path)), record, mine, key)
+            state_file.private_dir(fs.dirname(path))
+            with state_file.Lock(path + ".lock"):
+                days = _mine_in(month_days(state_file.read_json(path)), record, mine, key)
                 data = {"path": record["path"], "label": record.get("label"), "days": days}
-                ledger.write_atomic(path, jsonio.dumps(data).encode())
+                state_file.write_atomic(path, jsonio.dumps(data).encode())
         else:
-            days = _mine_in(month_days(ledger.read_json(path)), record, mine, key)
+            days = _mine_in(month_days(state_file.read_json(path)), record, mine, key)
         found.update(days)
     today = week[-1]
     return {
@@ -344,7 +344,7 @@ def labelled_months(state_dir, month):
         return {}
     totals = {}
     for name in names:
-        data = ledger.read_json(fs.join(folder, name, f"{month}.json"))
+        data = state_file.read_json(fs.join(folder, name, f"{month}.json"))
         label = data.get("label") if data else None
         if isinstance(label, str) and is_label(label):
             spent = sum(day_total(shares) for shares in month_days(data).values())

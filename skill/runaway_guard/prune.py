@@ -2,7 +2,7 @@
 sessions unseen since a cutoff, and the day files older than it, deleted. Imported only then."""
 
 from . import fs
-from .ledger import PARTS, STATE, try_lock
+from .state_file import PARTS, STATE, try_lock
 
 
 def unseen_since(state_dir, cutoff):

@@ -9,7 +9,17 @@ import json
 import os
 import time
 
-from . import config, controls, ledger, log, project_report, projects, sessions, time_limits
+from . import (
+    config,
+    controls,
+    day_totals,
+    log,
+    project_report,
+    projects,
+    sessions,
+    state_file,
+    time_limits,
+)
 from .decisions import STOP
 from .money import money, raised_cap, suggest_cap, usd
 
@@ -115,7 +125,7 @@ def build(path, state, state_dir, environ=os.environ, now=None):
     raised = raised_cap(state.get("cap_usd"))
     cap = raised if raised is not None else settings.max_usd
     today = time.strftime("%Y-%m-%d", time.localtime(now))
-    daily_shares = ledger.day_shares(state_dir, today)
+    daily_shares = day_totals.day_shares(state_dir, today)
     daily = usd(sum(value for value in daily_shares.values() if isinstance(value, int)))
     host, session_id = state.get("host"), state["session_id"]
 
@@ -286,14 +296,14 @@ def today_rows(state_dir, environ=os.environ, now=None):
     """Every session with spend today, of every host: the `--today` table's rows."""
     now = time.time() if now is None else now
     day = time.strftime("%Y-%m-%d", time.localtime(now))
-    shares = ledger.day_shares(state_dir, day)
+    shares = day_totals.day_shares(state_dir, day)
     rows = []
     for key, pusd in shares.items():
         if not isinstance(pusd, int) or ":" not in key:
             continue
         host, session_id = key.split(":", 1)
-        _, base = ledger.session_paths(state_dir, host, session_id)
-        state = ledger.read_state(base + ledger.STATE) or {}
+        _, base = state_file.session_paths(state_dir, host, session_id)
+        state = state_file.read_state(base + state_file.STATE) or {}
         spend = state.get("spend") if isinstance(state.get("spend"), dict) else {}
         cap = raised_cap(state.get("cap_usd"))
         if cap is None:
@@ -329,7 +339,7 @@ def today_rows(state_dir, environ=os.environ, now=None):
     settings = config.load(os.getcwd(), environ)
     return {
         "day": day,
-        "daily_spend_usd": usd(ledger.day_total(shares)),
+        "daily_spend_usd": usd(day_totals.day_total(shares)),
         "daily_cap_usd": settings.daily_usd or None,
         "by_project": by_project,
         "sessions": rows,

@@ -7,7 +7,7 @@ wrote since (a run's last response, Claude Code's end-of-run cost record) before
 
 import os
 
-from . import controls, hosts, ledger
+from . import controls, hosts, ledger, state_file
 from .calls import Call
 
 
@@ -57,10 +57,10 @@ def all_sessions(state_dir):
             continue
         for name in names:
             path = os.path.join(folder, name)
-            if name.endswith(ledger.STATE):
-                state = ledger.read_state(path)
-            elif name.endswith(".json") and name[: -len(".json")] + ledger.STATE not in names:
-                state = ledger.read_json(path)  # an earlier version's, until its next call
+            if name.endswith(state_file.STATE):
+                state = state_file.read_state(path)
+            elif name.endswith(".json") and name[: -len(".json")] + state_file.STATE not in names:
+                state = state_file.read_json(path)  # an earlier version's, until its next call
             else:
                 continue
             if state and isinstance(state.get("session_id"), str):
@@ -121,7 +121,7 @@ def refresh(state_dir, host, session_id, then=None, at_once=False):
     """
     book = ledger.Ledger(state_dir, host, session_id)
     if at_once:
-        book.lock = ledger.Lock(book.lock.path, attempt=_at_once)
+        book.lock = state_file.Lock(book.lock.path, attempt=_at_once)
     with book:
         book.sweep = True  # every file, the dormant ones too
         main = _main_file(book.state)
@@ -134,7 +134,7 @@ def refresh(state_dir, host, session_id, then=None, at_once=False):
 
 
 def _at_once(fd):
-    if ledger.try_lock(fd):
+    if state_file.try_lock(fd):
         return True
     os.close(fd)
     raise TimeoutError("the session's state is locked by another call")

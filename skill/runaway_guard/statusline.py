@@ -9,7 +9,7 @@ Whatever stdin holds, it prints one line or nothing.
 
 import time
 
-from . import config, fs, hosts, jsonio, ledger
+from . import config, day_totals, fs, hosts, jsonio, state_file
 from .money import money, raised_cap, usd
 
 MAX_INPUT = 1 << 20
@@ -53,8 +53,8 @@ def line(data, environ=fs.environ, host=None):
     cap = raised_cap(state.get("cap_usd")) if state else None
     cap = settings.max_usd if cap is None else cap
     parts = [f"{NAME} {money(usd(spend))}" + (f" / {money(cap)}" if cap else "")]
-    day_file = ledger.daily_path(settings.state_dir, _today())
-    daily = ledger.day_total(ledger.read_json(day_file) or {})
+    day_file = day_totals.daily_path(settings.state_dir, _today())
+    daily = day_totals.day_total(state_file.read_json(day_file) or {})
     if state:  # the day file may lag this session's own figure (hook._daily_spend)
         days = state.get("spend", {}).get("day")
         daily = max(daily, _pico(days.get(_today()) if isinstance(days, dict) else 0))
@@ -94,8 +94,8 @@ def _state(state_dir, session_id, host):
     """The session's state: the named host's, else the first host's that has one (a status line
     payload does not name its host)."""
     for name in (host,) if host else hosts.NAMES:
-        path = ledger.session_paths(state_dir, name, session_id)[1] + ledger.STATE
-        state = ledger.read_state(path)
+        path = state_file.session_paths(state_dir, name, session_id)[1] + state_file.STATE
+        state = state_file.read_state(path)
         if state:
             return state
     return None

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pins
 import pytest
-from runaway_guard import ledger
+from runaway_guard import state_file
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -179,7 +179,7 @@ class Person:
         (picodollars) and what blocked it."""
         out = [f"--- hook.log ---\n{self.hook_log()[-3000:]}"]
         for path in sorted(self.state_dir.glob("sessions/*/*.state")):
-            state = ledger.read_state(str(path))
+            state = state_file.read_state(str(path))
             seen = {
                 "hist": {name: agent.get("hist") for name, agent in state["agents"].items()},
                 "spend": state["spend"]["total"],

@@ -20,7 +20,7 @@ from claude_host import claude_bin, claude_env
 from copilot_host import copilot_bin, copilot_env
 from gemini_host import gemini_bin
 from harness import ROOT, lines, slow_all
-from runaway_guard import ledger
+from runaway_guard import state_file
 from scripted_model import ScriptedModel, bash, text, usage
 from test_claude_code import Claude
 from test_copilot_cli import Copilot, final, sh
@@ -149,7 +149,7 @@ def test_claude_code_plugin_guards_then_uninstall_leaves_no_hook(tmp_path):
     assert denied_commands(run) == [LOOP] * 3
     assert run.result["terminal_reason"] == "hook_stopped", run.result
     state = claude.person.state_dir / "sessions" / "claude" / f"{run.session_id}.state"
-    assert ledger.read_state(str(state))["blocked"]["wire"] == "loop"
+    assert state_file.read_state(str(state))["blocked"]["wire"] == "loop"
     assert "twice" not in claude.person.hook_log()  # the plugin's hook ran once per call
 
     # the installer sees the plugin and adds no second hook
@@ -225,7 +225,7 @@ def test_copilot_cli_plugin_guards_then_uninstall_leaves_no_hook(tmp_path):
     assert ran == ["x"] * 5, run.stdout[-3000:]
     assert run.aborted  # the guard ended the run
     state = copilot.person.state_dir / "sessions" / "copilot" / f"{run.session_id}.state"
-    assert ledger.read_state(str(state))["blocked"]["wire"] == "loop"
+    assert state_file.read_state(str(state))["blocked"]["wire"] == "loop"
     assert "twice" not in copilot.person.hook_log()
 
     said = copilot.person.install("copilot")
@@ -308,7 +308,7 @@ def test_gemini_cli_extension_guards_then_uninstall_leaves_no_hook(tmp_path):
     assert ran == ["x"] * 5, run.stdout[-3000:]
     assert "Invalid hook event name" not in run.stderr  # the file holds Gemini's events only
     state = gemini.person.state_dir / "sessions" / "gemini" / f"{run.session_id}.state"
-    assert ledger.read_state(str(state))["blocked"]["wire"] == "loop"
+    assert state_file.read_state(str(state))["blocked"]["wire"] == "loop"
     assert "twice" not in gemini.person.hook_log()
     guard = gemini.extension / "skill" / "guard.py"
     assert guard.is_file()  # Gemini CLI ran its own copy: ${extensionPath} is that folder

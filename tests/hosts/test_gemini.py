@@ -9,7 +9,7 @@ import pytest
 from guard_env import ROOT, GuardEnv, followed_files, jsonl
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from runaway_guard import hosts, ledger, pricing, tail, wires
+from runaway_guard import hosts, ledger, pricing, state_file, tail, wires
 from runaway_guard.calls import MODEL, PROMPT, RESULT, TOOL, Call, fingerprint
 from runaway_guard.decisions import ASK, DENY, STOP, TELL
 from runaway_guard.hosts import _files, gemini
@@ -829,8 +829,8 @@ def test_no_call_waits_for_a_key_no_file_holds(tmp_path):
     answers = [env.answer(call) for call in calls]
     assert [a["decision"] for a in answers] == ["deny", "deny", "deny"]
     assert env.answer(calls[-1]) == answers[-1]  # the same call through a second install
-    _, base = ledger.session_paths(str(env.state_dir), "gemini", session)
-    state = ledger.read_state(base + ledger.STATE)
+    _, base = state_file.session_paths(str(env.state_dir), "gemini", session)
+    state = state_file.read_state(base + state_file.STATE)
     assert state["agents"]["main"]["pending"] == [] and state["denied"] == []
     assert len(state["answers"]) == 3
 

@@ -21,7 +21,7 @@ import pytest
 from guard_env import ROOT, fill, fuzz, tmpfs
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from runaway_guard import calls, hook, jsonio, ledger, log, pricing, tail
+from runaway_guard import calls, hook, jsonio, ledger, log, pricing, state_file, tail
 from runaway_guard.hosts import copilot, gemini
 from runaway_guard.hosts.codex import rollout
 from runaway_guard.hosts.qwen import _reported_outcome
@@ -743,7 +743,7 @@ def test_ledger_lines_the_guard_did_not_write_are_ignored(tmp_path):
         for amount in ("-5000000000000", "true", "1e300", "1" + "0" * 40, "1" + "0" * 5000):
             handle.write(f'["m{amount[:3]}",{amount},1,"m","main","2026-12-01"]\n'.encode())
         handle.write(b'["m9",1,-1,"m","main","2026-12-01"]\n' + DEEP.encode() + b"\n\xff\n")
-    (tmp_path / "sessions" / "claude" / f"s1{ledger.STATE}").unlink()
+    (tmp_path / "sessions" / "claude" / f"s1{state_file.STATE}").unlink()
     with ledger.Ledger(str(tmp_path), "claude", "s1") as book:
         assert book.state["spend"]["total"] == 5 * 10**12
 

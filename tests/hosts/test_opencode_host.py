@@ -12,7 +12,7 @@ import pytest
 from guard_env import ROOT, SKILL, GuardEnv
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from runaway_guard import hosts, ledger
+from runaway_guard import hosts, state_file
 from runaway_guard.calls import MODEL, TOOL
 from runaway_guard.decisions import DENY, STOP, TELL
 from runaway_guard.hosts import opencode
@@ -38,8 +38,8 @@ def fixture(name, tmp_path):
 
 
 def state_of(guard_env, session_id):
-    _, base = ledger.session_paths(str(guard_env.state_dir), "opencode", session_id)
-    return ledger.read_state(base + ledger.STATE)
+    _, base = state_file.session_paths(str(guard_env.state_dir), "opencode", session_id)
+    return state_file.read_state(base + state_file.STATE)
 
 
 def replay(guard_env, payloads, **env):
@@ -347,10 +347,10 @@ def test_a_state_an_earlier_guard_followed_is_read_again_and_counted_once(tmp_pa
     for n in range(40):  # more than the ledger's recent responses
         put_message(db, "ses_root", *step(f"m{n:02d}", "mock", "x", 0.001, 10, 1), 1000 * n)
     guard_env.run(model_call(db))
-    _, base = ledger.session_paths(str(guard_env.state_dir), "opencode", "ses_root")
+    _, base = state_file.session_paths(str(guard_env.state_dir), "opencode", "ses_root")
     state = state_of(guard_env, "ses_root")
     state["files"][str(db)] = {"agent": "main", "since": 39_000}  # as the earlier guard left it
-    os.remove(base + ledger.STATE)
+    os.remove(base + state_file.STATE)
     with open(base + ".json", "w") as handle:  # in the JSON file the earlier guard wrote
         json.dump(state, handle)
     put_message(db, "ses_root", *step("m40", "mock", "x", 0.001, 10, 1), 40_000)

@@ -11,7 +11,7 @@ import pytest
 from guard_env import ROOT, followed_files
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from runaway_guard import hosts, ledger
+from runaway_guard import hosts, ledger, state_file
 from runaway_guard.calls import Call
 from runaway_guard.hosts import _files, gemini
 from runaway_guard.sessions import refresh
@@ -199,8 +199,8 @@ def test_packed_entries_read_as_entries_kept_whole(tmp_path_factory, host, steps
     assert {path: entry.get("off") for path, entry in packed[3]} == {
         str(path): path.stat().st_size for path, _ in files
     }
-    state = ledger.read_state(
-        ledger.session_paths(str(tmp / "packed"), host, session)[1] + ".state"
+    state = state_file.read_state(
+        state_file.session_paths(str(tmp / "packed"), host, session)[1] + ".state"
     )
     kinds = {path: type(entry) for path, entry in state["files"].items()}
     assert kinds == {
@@ -350,13 +350,13 @@ def test_a_damaged_dormant_part_is_rebuilt_from_the_ledger(tmp_path, damage):
 
     state, followed = sync()
     assert len(followed) == 3 and len(state["files"]) == 1  # both subagents dormant
-    base = ledger.session_paths(state_dir, "claude", session)[1]
+    base = state_file.session_paths(state_dir, "claude", session)[1]
     part = Path(f"{base}.dormant.{state['parts']['dormant']}")
     assert sorted(p.name for p in part.parent.iterdir() if ".dormant." in p.name) == [part.name]
     part.write_bytes(damage if isinstance(damage, bytes) else marshal.dumps(damage))
     state["swept"] = 0
-    ledger.write_state(base + ledger.STATE, state)
+    state_file.write_state(base + state_file.STATE, state)
     with pytest.raises((TypeError, ValueError, KeyError, EOFError)):
         sync()
-    assert not os.path.exists(base + ledger.STATE)
+    assert not os.path.exists(base + state_file.STATE)
     assert sync()[0]["spend"] == state["spend"]

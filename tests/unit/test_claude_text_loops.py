@@ -160,10 +160,10 @@ def test_after_a_subagent_with_room_left_nothing_is_said(guard_env, transcript):
 def test_a_subagents_own_failure_stop_lets_the_main_thread_go_on(guard_env, transcript):
     """The failure wire ended the subagent; the main thread gets its result and goes on."""
     spawned(guard_env, transcript, {})
-    from runaway_guard import ledger
+    from runaway_guard import ledger, state_file
 
     (path,) = guard_env.state_dir.rglob("*.state")
-    state = ledger.read_state(str(path))
+    state = state_file.read_state(str(path))
     state["blocked"] = {"wire": "failure", "kind": "stop", "agent": "a1", "reason": "x", "at": 1}
     ledger.write_state(str(path), state)
     assert guard_env.run(after_agent(transcript)) == ""

@@ -14,7 +14,7 @@ from claude_records import assistant, usage
 from guard_env import fill, fuzz, jsonl, tmpfs
 from hypothesis import given
 from hypothesis import strategies as st
-from runaway_guard import fs, hook, ledger, log
+from runaway_guard import fs, hook, ledger, log, state_file
 from test_hardness import environment, log_lines, run_process
 
 CAP = {"RUNAWAY_GUARD_MAX_USD": "0.01"}  # one response of the transcript below crosses it
@@ -138,8 +138,8 @@ def ledger_total(environ):
 def test_a_lock_held_too_long_still_gets_the_refusal(capped, monkeypatch):
     environ, payload = capped
     assert refused(call(environ, payload, 0))
-    monkeypatch.setattr(ledger, "LOCK_WAIT", 0.05)
-    monkeypatch.setattr(ledger.Lock, "__init__", _never_locks)
+    monkeypatch.setattr(state_file, "LOCK_WAIT", 0.05)
+    monkeypatch.setattr(state_file.Lock, "__init__", _never_locks)
     assert refused(call(environ, payload, 1))
     assert any(" unsaved " in line and "lock busy" in line for line in log_lines(environ))
 
@@ -152,8 +152,8 @@ def test_the_persons_control_says_when_it_could_not_be_saved(capped, monkeypatch
     """Only a hook call judges unsaved: a raised cap that was not written must not say done."""
     environ, payload = capped
     call(environ, payload, 0)
-    monkeypatch.setattr(ledger.Lock, "__init__", _never_locks)
-    monkeypatch.setattr(ledger, "LOCK_WAIT", 0.05)
+    monkeypatch.setattr(state_file.Lock, "__init__", _never_locks)
+    monkeypatch.setattr(state_file, "LOCK_WAIT", 0.05)
     with pytest.raises(TimeoutError), ledger.Ledger(str(state_dir(environ)), "claude", "s1"):
         pass
 
@@ -188,7 +188,7 @@ def test_an_append_cut_short_neither_merges_nor_loses_lines(tmp_path, monkeypatc
     """Half an entry lands, then the disk is full: it is cut back off; where even that fails,
     the next append starts on a line of its own, and no whole entry is lost."""
     path = str(tmp_path / "s.ledger")
-    ledger.append_lines(path, b'["a",1,0,"m","main","d"]\n')
+    state_file.append_lines(path, b'["a",1,0,"m","main","d"]\n')
     real = fs.write
 
     def short_then_full(fd, data):
@@ -199,9 +199,9 @@ def test_an_append_cut_short_neither_merges_nor_loses_lines(tmp_path, monkeypatc
     if not can_cut_back:
         monkeypatch.setattr(fs, "ftruncate", _full)
     with pytest.raises(OSError):
-        ledger.append_lines(path, b'["b",2,0,"m","main","d"]\n')
+        state_file.append_lines(path, b'["b",2,0,"m","main","d"]\n')
     monkeypatch.setattr(fs, "write", real)
-    ledger.append_lines(path, b'["c",3,0,"m","main","d"]\n')
+    state_file.append_lines(path, b'["c",3,0,"m","main","d"]\n')
     cut = [] if can_cut_back else [b'["b",']
     lines = Path(path).read_bytes().splitlines()
     assert lines == [b'["a",1,0,"m","main","d"]', *cut, b'["c",3,0,"m","main","d"]']

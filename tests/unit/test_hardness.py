@@ -25,7 +25,7 @@ from claude_records import assistant, result, usage
 from guard_env import GUARD, ROOT, fuzz, jsonl, tmpfs
 from hypothesis import given
 from hypothesis import strategies as st
-from runaway_guard import config, fs, hook, hosts, jsonio, ledger, log
+from runaway_guard import config, fs, hook, hosts, jsonio, ledger, log, state_file
 
 CODEX_FIXTURES = ROOT / "tests" / "fixtures" / "codex"
 HANG = 5.0  # seconds: a generous bound, far inside the hosts' hook timeouts
@@ -657,7 +657,7 @@ def test_32_parallel_calls_on_one_session(tmp_path):
         seen = 0
         while not stop.is_set():
             for path in (state / "sessions" / "claude").glob("*.state"):
-                read = ledger.read_state(str(path))
+                read = state_file.read_state(str(path))
                 if read is None:
                     torn.append(path.read_bytes()[:100])  # never removed once written
                 elif read["spend"]["total"] < seen:
@@ -798,15 +798,15 @@ def test_codex_rewrites_through_the_hook_command(tmp_path, name):
     assert spend(environ, "codex", session_id) == expected
 
 
-def corrupt_states(state_file):
-    state = ledger.read_state(str(state_file))
+def corrupt_states(state_path):
+    state = state_file.read_state(str(state_path))
     old = dict(state, v=0)
     old.pop("recent")
     wrong_types = dict(state, files=[], agents={"main": "x"})
     return [
         b"",
         b"\x00\xff garbage",
-        state_file.read_bytes()[:-20],  # torn
+        state_path.read_bytes()[:-20],  # torn
         marshal.dumps(old),  # an older version
         marshal.dumps(wrong_types),
         marshal.dumps(dict(state, spend={"total": "12"})),
@@ -843,16 +843,16 @@ def test_corrupt_or_old_state_rebuilt_through_the_hook_command(tmp_path, host):
     expected = full_read(tmp_path, host, session_id, call(0))
     run_process(call(1), environ)
     sessions = Path(environ["RUNAWAY_GUARD_STATE_DIR"]) / "sessions" / host
-    state_file = next(sessions.glob("*.state"))
-    for n, damage in enumerate(corrupt_states(state_file)):
-        state_file.write_bytes(damage)
+    state_path = next(sessions.glob("*.state"))
+    for n, damage in enumerate(corrupt_states(state_path)):
+        state_path.write_bytes(damage)
         run_process(call(10 + n), environ)
         assert spend(environ, host, session_id) == expected, damage[:60]
     # the ledger itself with a torn last line and junk: still no double count
-    ledger_file = state_file.with_suffix(".ledger")
+    ledger_file = state_path.with_suffix(".ledger")
     with ledger_file.open("ab") as handle:
         handle.write(b'["half-written",12')
-    state_file.write_bytes(b"")
+    state_path.write_bytes(b"")
     run_process(call(99), environ)
     assert spend(environ, host, session_id) == expected
 

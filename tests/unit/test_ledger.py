@@ -14,7 +14,7 @@ from claude_records import assistant, result, usage
 from guard_env import ROOT, jsonl
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from runaway_guard import hosts, ledger
+from runaway_guard import day_totals, hosts, ledger, spend_ledger, state_file
 from runaway_guard.calls import Call
 
 CODEX_FIXTURES = ROOT / "tests" / "fixtures" / "codex"
@@ -207,17 +207,17 @@ def test_replaced_file_and_deleted_subagent_keep_what_was_counted(tmp_path):
         marshal.dumps([]),
         marshal.dumps({"v": 1}),
         marshal.dumps({"v": 999}),
-        ledger.SLOTS,  # slots, and neither whole
-        ledger.SLOTS + bytes(4096),
-        ledger.SLOTS + (20).to_bytes(4, "little") + b"\x01" * 60,
+        state_file.SLOTS,  # slots, and neither whole
+        state_file.SLOTS + bytes(4096),
+        state_file.SLOTS + (20).to_bytes(4, "little") + b"\x01" * 60,
     ],
 )
 def test_corrupt_state_is_rebuilt_from_the_ledger(tmp_path, damage):
     files = claude_session(tmp_path / "proj")
     call = FakeCall("claude", "s1", files[0])
     before = sync_once(tmp_path / "state", "claude", call)
-    state_file = next((tmp_path / "state" / "sessions" / "claude").glob("*.state"))
-    state_file.write_bytes(damage)
+    state_path = next((tmp_path / "state" / "sessions" / "claude").glob("*.state"))
+    state_path.write_bytes(damage)
     assert sync_once(tmp_path / "state", "claude", call) == before
 
 
@@ -232,18 +232,18 @@ def test_an_earlier_or_torn_state_keeps_the_persons_cap(tmp_path):
     with ledger.Ledger(str(tmp_path / "state"), "claude", "s1") as book:
         book.state["cap_usd"] = 7.5
     with open(book.state_path, "wb") as handle:  # as an earlier version wrote it
-        handle.write(marshal.dumps(book.state, ledger.MARSHAL_FORMAT))
+        handle.write(marshal.dumps(book.state, state_file.MARSHAL_FORMAT))
     open(book.lock.path, "wb").close()  # which never wrote in its lock file
     assert sync_once(tmp_path / "state", "claude", call) == before
     with open(book.state_path, "rb") as handle:
-        assert handle.read(4) == ledger.SLOTS
+        assert handle.read(4) == state_file.SLOTS
     inode = os.stat(book.state_path).st_ino
     assert sync_once(tmp_path / "state", "claude", call) == before
     assert os.stat(book.state_path).st_ino == inode  # written in place
-    state, place = ledger.read_slots(book.state_path)
+    state, place = state_file.read_slots(book.state_path)
     write_torn(book.state_path, dict(state, cap_usd=None), place, {0, 2})
     assert sync_once(tmp_path / "state", "claude", call) == before
-    assert ledger.read_state(book.state_path)["cap_usd"] == 7.5
+    assert state_file.read_state(book.state_path)["cap_usd"] == 7.5
 
 
 def test_an_earlier_version_beside_this_one_is_given_a_state_it_reads(tmp_path):
@@ -257,16 +257,16 @@ def test_an_earlier_version_beside_this_one_is_given_a_state_it_reads(tmp_path):
     book = ledger.Ledger(str(tmp_path / "state"), "claude", "s1")
     with open(book.state_path, "rb") as handle, pytest.raises(ValueError):
         marshal.loads(handle.read())  # the earlier version cannot read slots: it rebuilds
-    state = ledger.read_state(book.state_path)
+    state = state_file.read_state(book.state_path)
     with open(book.state_path, "wb") as handle:  # and writes what it rebuilt
-        handle.write(marshal.dumps(dict(state, cap_usd=7.5), ledger.MARSHAL_FORMAT))
+        handle.write(marshal.dumps(dict(state, cap_usd=7.5), state_file.MARSHAL_FORMAT))
     for _ in range(2):
         assert sync_once(tmp_path / "state", "claude", call) == before
         with open(book.state_path, "rb") as handle:
             assert marshal.loads(handle.read())["cap_usd"] == 7.5  # what it reads, whole
     open(book.lock.path, "wb").close()  # an upgrade: the earlier version's lock file
     assert sync_once(tmp_path / "state", "claude", call) == before
-    assert ledger.read_slots(book.state_path)[1] is not None
+    assert state_file.read_slots(book.state_path)[1] is not None
 
 
 def test_an_earlier_versions_json_state_is_read_once_and_replaced(tmp_path):
@@ -278,7 +278,7 @@ def test_an_earlier_versions_json_state_is_read_once_and_replaced(tmp_path):
     call = FakeCall("claude", "s1", files[0])
     before = sync_once(tmp_path / "state", "claude", call)
     folder = tmp_path / "state" / "sessions" / "claude"
-    state = ledger.read_state(str(folder / "s1.state"))
+    state = state_file.read_state(str(folder / "s1.state"))
     state["cap_usd"] = 7.5
     (folder / "s1.json").write_text(json.dumps(state))
     (folder / "s1.state").unlink()
@@ -286,7 +286,7 @@ def test_an_earlier_versions_json_state_is_read_once_and_replaced(tmp_path):
     assert listed[1]["cap_usd"] == 7.5
     assert sync_once(tmp_path / "state", "claude", call) == before
     assert not (folder / "s1.json").exists()
-    assert ledger.read_state(str(folder / "s1.state"))["cap_usd"] == 7.5
+    assert state_file.read_state(str(folder / "s1.state"))["cap_usd"] == 7.5
 
 
 def test_the_state_holds_json_data_only(tmp_path):
@@ -294,7 +294,7 @@ def test_the_state_holds_json_data_only(tmp_path):
     it): no tuples, sets or non-string keys, which marshal would keep and JSON would not."""
     files = claude_session(tmp_path / "proj")
     sync_once(tmp_path / "state", "claude", FakeCall("claude", "s1", files[0]))
-    state = ledger.read_state(str(tmp_path / "state" / "sessions" / "claude" / "s1.state"))
+    state = state_file.read_state(str(tmp_path / "state" / "sessions" / "claude" / "s1.state"))
     assert state["spend"]["total"] > 0
     assert json.loads(json.dumps(state)) == state
 
@@ -347,10 +347,10 @@ def test_state_stays_small_and_keeps_each_agents_last_response(tmp_path):
     before = sync_once(tmp_path / "state", "claude", call)["total"]
     after = sync_once(tmp_path / "state", "claude", call)["total"]
     assert after == before
-    state_file = next((tmp_path / "state" / "sessions" / "claude").glob("*.state"))
-    state = ledger.read_state(str(state_file))
-    assert len(marshal.dumps(state, ledger.MARSHAL_FORMAT)) < 16 << 10
-    assert state_file.stat().st_size < 3 * (16 << 10)  # two slots, half as large again
+    state_path = next((tmp_path / "state" / "sessions" / "claude").glob("*.state"))
+    state = state_file.read_state(str(state_path))
+    assert len(marshal.dumps(state, state_file.MARSHAL_FORMAT)) < 16 << 10
+    assert state_path.stat().st_size < 3 * (16 << 10)  # two slots, half as large again
     # An hour after an agent last booked a response, its last one is done: not kept for it.
     with ledger.Ledger(str(tmp_path / "state"), "claude", "s1") as book:
         active = book.state["active"]
@@ -389,8 +389,8 @@ def test_old_sessions_pruned_once_a_day(tmp_path):
     for call in (old, recent):
         jsonl(call.transcript_path, [assistant(f"{call.session_id}-m")])
         sync_once(state_dir, "claude", call)
-    ledger.daily_spend(str(state_dir), "2026-10-01", "claude:o.1", 5)
-    ledger.daily_spend(str(state_dir), "2026-11-30", "claude:r", 5)
+    day_totals.daily_spend(str(state_dir), "2026-10-01", "claude:o.1", 5)
+    day_totals.daily_spend(str(state_dir), "2026-11-30", "claude:r", 5)
     folder = state_dir / "sessions" / "claude"
     (folder / "o.1.state.123.tmp").write_text("")  # left by a call killed mid-write
     (folder / "o.1.dormant.7").write_text("")  # a part of the state in a file of its own
@@ -534,7 +534,7 @@ def test_parked_responses_book_as_responses_kept_whole(tmp_path_factory, calls):
     whole, read by the next call)."""
     tmp = tmp_path_factory.mktemp("parked")
     clock = Clock(ledger.time)
-    ledger.time = clock
+    ledger.time = spend_ledger.time = clock
     whole = ledger.Ledger._park
 
     def book_call(state_dir, bookings, parking):
@@ -565,7 +565,8 @@ def test_parked_responses_book_as_responses_kept_whole(tmp_path_factory, calls):
             clock.ns = start
             assert parked == book_call("whole", bookings, False)
     finally:
-        ledger.time, ledger.Ledger._park = clock.real, whole
+        ledger.time = spend_ledger.time = clock.real
+        ledger.Ledger._park = whole
 
 
 def test_a_parked_response_is_found_whatever_its_key(tmp_path):

@@ -364,10 +364,10 @@ def test_the_project_record_in_the_state_is_json_data(guard_env, tmp_path):
         "tool_use_id": "toolu_1",
     }
     assert guard_env.answer(payload, RUNAWAY_GUARD_PROJECT_WEEKLY_USD="5") is None
-    from runaway_guard import ledger
+    from runaway_guard import state_file
 
-    _, base = ledger.session_paths(str(guard_env.state_dir), "claude", "s-json")
-    record = ledger.read_state(base + ledger.STATE)["project"]
+    _, base = state_file.session_paths(str(guard_env.state_dir), "claude", "s-json")
+    record = state_file.read_state(base + state_file.STATE)["project"]
     assert record["path"] == str(repo)
     assert record["totals"] == {"day": 0, "week": 0, "month": 0}
 

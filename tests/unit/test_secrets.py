@@ -12,7 +12,7 @@ from claude_records import pre_tool_use
 from guard_env import fuzz, jsonl
 from hypothesis import given
 from hypothesis import strategies as st
-from runaway_guard import config, hook, ledger, log, render, report, team
+from runaway_guard import config, hook, log, render, report, state_file, team
 from runaway_guard.team import refresher
 from test_team import FakeServers, environ_for
 
@@ -156,7 +156,7 @@ def test_no_password_is_shown_anywhere_whatever_the_url(tmp_path_factory, shape,
     logged = guard_env.state_dir / "hook.log"
     shown.append(logged.read_text() if logged.exists() else "")
     path = str(guard_env.state_dir / "sessions" / "claude" / "s.state")
-    state = ledger.read_state(path)
+    state = state_file.read_state(path)
     shown += state.get("problems") or []
     status = report.build(path, state, str(guard_env.state_dir), env)
     shown += [report.to_json(status), render.render(status)]
@@ -168,7 +168,7 @@ def test_a_state_saved_by_an_older_version_shows_no_password(guard_env):
     transcript = jsonl(guard_env.root / "t.jsonl", [])
     guard_env.run(pre_tool_use(transcript, "toolu_1", session="s"))
     path = str(guard_env.state_dir / "sessions" / "claude" / "s.state")
-    state = ledger.read_state(path)
+    state = state_file.read_state(path)
     state["problems"] = [f"RUNAWAY_GUARD_PUSHGATEWAY_URL='http://ci:{SECRET}@gw x' is not valid"]
     status = report.build(path, state, str(guard_env.state_dir), guard_env.env)
     assert SECRET not in report.to_json(status) + render.render(status)

@@ -6,7 +6,7 @@ import os
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from runaway_guard import ledger
+from runaway_guard import state_file
 
 BLOCK = 512  # a disk's smallest write: what a power cut can leave of a page
 
@@ -31,13 +31,13 @@ def write_torn(path, state, place, blocks):
                 os.pwrite(fd, data[start : start + BLOCK], offset + start)
         raise KeyboardInterrupt  # the process dies here
 
-    real, ledger.write_all = ledger.write_all, torn
+    real, state_file.write_all = state_file.write_all, torn
     try:
-        ledger.write_state(path, state, place)
+        state_file.write_state(path, state, place)
     except KeyboardInterrupt:
         pass
     finally:
-        ledger.write_all = real
+        state_file.write_all = real
 
 
 @settings(max_examples=300, deadline=None)
@@ -51,38 +51,38 @@ def test_a_torn_write_leaves_the_state_before_it(tmp_path_factory, written, new,
     written = [dict(state, n=n) for n, state in enumerate(written)]
     place = None
     for state in written:
-        ledger.write_state(path, state, place)
-        read, place = ledger.read_slots(path)
+        state_file.write_state(path, state, place)
+        read, place = state_file.read_slots(path)
         assert read == state
     new["n"] = -1
-    length = ledger.SLOT_HEAD + len(marshal.dumps(new, ledger.MARSHAL_FORMAT))
+    length = state_file.SLOT_HEAD + len(marshal.dumps(new, state_file.MARSHAL_FORMAT))
     # in place, every block landed; a new file (a rename) is never renamed unfinished
     whole = length <= place[0] and set(range(-(-length // BLOCK))) <= blocks
     write_torn(path, new, place, blocks)
-    read, torn_place = ledger.read_slots(path)
+    read, torn_place = state_file.read_slots(path)
     assert read == (new if whole else written[-1])  # never a state mixed of two writes
     # the next call writes over the torn slot, never over the state it read
-    ledger.write_state(path, {"after": 1}, torn_place)
-    read, again = ledger.read_slots(path)
+    state_file.write_state(path, {"after": 1}, torn_place)
+    read, again = state_file.read_slots(path)
     assert read == {"after": 1}
     write_torn(path, {"lost": 1}, again, set())
-    assert ledger.read_state(path) == {"after": 1}
+    assert state_file.read_state(path) == {"after": 1}
 
 
 def test_slots_grow_by_a_new_file_and_are_then_written_in_place(tmp_path):
     path = str(tmp_path / "s.state")
-    ledger.write_state(path, {"n": "x" * 100})
+    state_file.write_state(path, {"n": "x" * 100})
     inode = os.stat(path).st_ino
     for n in range(5):
-        ledger.write_state(path, {"n": "y" * (100 + n)}, ledger.read_slots(path)[1])
-        assert ledger.read_state(path) == {"n": "y" * (100 + n)}
+        state_file.write_state(path, {"n": "y" * (100 + n)}, state_file.read_slots(path)[1])
+        assert state_file.read_state(path) == {"n": "y" * (100 + n)}
     assert os.stat(path).st_ino == inode  # in place: no rename
-    ledger.write_state(path, {"n": "z" * 20000}, ledger.read_slots(path)[1])
+    state_file.write_state(path, {"n": "z" * 20000}, state_file.read_slots(path)[1])
     assert os.stat(path).st_ino != inode  # grown past its slot: a new file
-    state, (size, _, _) = ledger.read_slots(path)
+    state, (size, _, _) = state_file.read_slots(path)
     assert state == {"n": "z" * 20000}
-    assert size >= 20000 * 3 // 2 and size % ledger.PAGE == 0
-    ledger.write_state(path, {"n": "z"}, ledger.read_slots(path)[1])
+    assert size >= 20000 * 3 // 2 and size % state_file.PAGE == 0
+    state_file.write_state(path, {"n": "z"}, state_file.read_slots(path)[1])
     assert os.path.getsize(path) <= 8 + 2 * size
 
 
@@ -90,21 +90,21 @@ def test_an_earlier_version_cannot_misread_slots(tmp_path):
     """Versions before the slots read the state as one marshal value: they fail on the file
     and rebuild the state from the ledger, never taking a slot one write old for the state."""
     path = str(tmp_path / "s.state")
-    ledger.write_state(path, {"v": 1, "spend": 3})
+    state_file.write_state(path, {"v": 1, "spend": 3})
     with open(path, "rb") as handle, pytest.raises(ValueError):
         marshal.loads(handle.read())
 
 
 def test_a_reader_without_the_lock_reads_again_after_meeting_two_writes(tmp_path, monkeypatch):
     path = str(tmp_path / "s.state")
-    ledger.write_state(path, {"n": 1})
-    read_slots, reads = ledger.read_slots, []
+    state_file.write_state(path, {"n": 1})
+    read_slots, reads = state_file.read_slots, []
 
     def met_two_writes(path):  # both slots were being written while it read
         reads.append(path)
         return (None, (0, 1, 0)) if len(reads) == 1 else read_slots(path)
 
-    monkeypatch.setattr(ledger, "read_slots", met_two_writes)
-    assert ledger.read_state(path) == {"n": 1} and len(reads) == 2
-    monkeypatch.setattr(ledger, "read_slots", lambda path: reads.append(path) or (None, None))
-    assert ledger.read_state(str(tmp_path / "missing.state")) is None and len(reads) == 3
+    monkeypatch.setattr(state_file, "read_slots", met_two_writes)
+    assert state_file.read_state(path) == {"n": 1} and len(reads) == 2
+    monkeypatch.setattr(state_file, "read_slots", lambda path: reads.append(path) or (None, None))
+    assert state_file.read_state(str(tmp_path / "missing.state")) is None and len(reads) == 3

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from claude_records import assistant, result, usage
 from guard_env import SKILL, GuardEnv, jsonl
-from runaway_guard import ledger, pricing, report
+from runaway_guard import ledger, pricing, report, state_file
 
 STATUS = SKILL / "status.py"
 OPUS = "claude-opus-4-6"
@@ -61,8 +61,8 @@ class World(GuardEnv):
         return json.loads(out)
 
     def state(self, host, session):
-        _, base = ledger.session_paths(str(self.state_dir), host, session)
-        return ledger.read_state(base + ledger.STATE)
+        _, base = state_file.session_paths(str(self.state_dir), host, session)
+        return state_file.read_state(base + state_file.STATE)
 
     def next_id(self, prefix):
         self.count += 1

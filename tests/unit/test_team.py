@@ -18,7 +18,7 @@ from claude_records import assistant, pre_tool_use, usage
 from guard_env import GUARD, jsonl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from runaway_guard import config, config_team, ledger, team
+from runaway_guard import config, config_team, ledger, state_file, team
 from runaway_guard.team import metrics, refresher, totals
 from runaway_guard.team import servers as team_servers
 from runaway_guard.team import status as team_status
@@ -296,7 +296,7 @@ def test_refresh_puts_the_group_and_reads_the_others(guard_env, servers):
     assert cache["others_month"] == round(10.25 * PICO) and cache["others_day"] == round(0.5 * PICO)
     assert cache["error"] is None and cache["fetched_at"] == NOW
     assert team.read_cache(str(guard_env.state_dir)) == cache
-    state = ledger.read_state(str(guard_env.state_dir / "sessions" / "claude" / "c1.state"))
+    state = state_file.read_state(str(guard_env.state_dir / "sessions" / "claude" / "c1.state"))
     seen = team.figures(settings, state, cache, NOW + 1)
     assert seen["team"] == round(11.75 * PICO) and seen["person"] == round(2.0 * PICO)
     assert seen["known"] == {"team": True, "person": True}

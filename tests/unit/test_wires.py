@@ -6,7 +6,7 @@ from claude_records import assistant, pre_tool_use, result
 from guard_env import jsonl
 from hypothesis import given
 from hypothesis import strategies as st
-from runaway_guard import ledger
+from runaway_guard import state_file
 from runaway_guard.calls import fingerprint
 from runaway_guard.wires import loop_repeats
 
@@ -384,7 +384,7 @@ def test_installed_twice_every_call_counted_once(guard_env, tmp_path):
         jsonl(transcript, [result(f"t{i}", text, error)])
     assert answers == [None, None, None, None, "tell", "deny", "ask"]
     sessions = guard_env.state_dir / "sessions" / "claude"
-    assert ledger.read_state(str(next(sessions.glob("*.state"))))["twice"] is True
+    assert state_file.read_state(str(next(sessions.glob("*.state"))))["twice"] is True
     assert "twice" in (guard_env.state_dir / "hook.log").read_text()
 
 

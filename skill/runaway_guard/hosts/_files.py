@@ -9,7 +9,7 @@ import time
 
 from .. import fs, jsonio, tail
 from ..calls import ignored
-from ..ledger import DORMANT
+from ..state_file import DORMANT
 
 _day_cache = {}
 # A line longer than this is judged first by the type its head names (jsonio.head_types):
@@ -275,6 +275,12 @@ def follow(book, path, entry):
         book.state["files"][path] = entry
 
 
+def main_entry(book, path):
+    """The entry of the session's own file (a transcript, a database), made on first sight: it
+    is never dormant, so it is looked up at once."""
+    return book.state["files"].setdefault(path, {"agent": "main"})
+
+
 def followed(book, path):
     """Whether the book follows path (a changed folder's file, Codex's calling rollout); a
     dormant one is woken: read_all looks at it this call."""
@@ -342,6 +348,17 @@ def listing(seen, folder):
     else:
         seen.pop(folder, None)
     return names
+
+
+def listed(book, folder):
+    """listing(folder), with the folders' times in the book's state: a host reader's way to
+    them (state["folders"] is this module's)."""
+    return listing(book.state.setdefault("folders", {}), folder)
+
+
+def list_again(book, folder):
+    """Have folder listed again next call, changed or not (a file in it was not ready)."""
+    book.state.get("folders", {}).pop(folder, None)
 
 
 def first_line(path, limit=1 << 20):

@@ -31,8 +31,9 @@ from ._files import (
     first_line,
     follow,
     followed,
-    listing,
+    listed,
     local_day,
+    main_entry,
     read_all,
 )
 from ._turns import EVENTS, answering_turn, render_stop, turn_call
@@ -199,7 +200,7 @@ def _read(book, call, main, agent):
     if _old_layout(files.get(main)):
         for path, found in _sibling_files(folder, call.session_id, book):
             follow(book, path, {"agent": found})
-    entry = files.setdefault(main, {"agent": "main"})
+    entry = main_entry(book, main)
     read_all(book, main, lambda entry: _Reader(book, entry), agent_file, agent)
     return entry
 
@@ -258,12 +259,12 @@ def _sibling_files(folder, session_id, book):
     """(path, agent id) of the agent files beside the transcript that are this session's, looked
     for when the folder changed (2.0.28 to 2.1.1 wrote them there, for every session)."""
     found = []
-    for name in listing(book.state.setdefault("folders", {}), folder) or ():
+    for name in listed(book, folder) or ():
         if not (name.startswith("agent-") and name.endswith(".jsonl")):
             continue
         path = fs.join(folder, name)
         if not followed(book, path) and _first_session_id(path) != session_id:
-            book.state["files"][path] = {"foreign": True}
+            follow(book, path, {"foreign": True})
             continue
         found.append((path, name[6:-6]))
     return found

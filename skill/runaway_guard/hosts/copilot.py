@@ -37,7 +37,7 @@ from .. import fs, jsonio, pricing, text_loops
 from ..calls import MODEL, NOT_JSON, TOOL, Call, count, fingerprint, ignore, ignored, tool_name
 from ..decisions import ASK, DENY, STOP, TELL
 from ..estimate import LAST_COST
-from ._files import local_day, read_file, say_ignored
+from ._files import local_day, main_entry, read_file, say_ignored
 
 NAME = "copilot"
 LABEL = "Copilot CLI"
@@ -219,10 +219,8 @@ def sync(book, call):
     path = call.transcript_path
     if not path or not fs.isdir(fs.dirname(path)):
         return False  # Copilot makes the session's folder when the session starts
-    state = book.state
-    files = state["files"]
-    entry = files.setdefault(path, {"agent": "main"})
-    mine = state.setdefault("copilot", {"pending": {}, "misses": 0})
+    entry = main_entry(book, path)
+    mine = book.state.setdefault("copilot", {"pending": {}, "misses": 0})
     reader = _Reader(book, entry, mine)
     # a status refresh (a plain Call) only reads; a hook call waits to find itself
     waiting = call.event == TOOL and isinstance(call, _Call)

@@ -22,7 +22,7 @@ Seen on 0.61.0 (tests/fixtures/gemini/README.md):
   (`systemMessage`). `ask` hangs a headless run: never used.
 """
 
-from .. import fs, jsonio, ledger, pricing, tail
+from .. import agent_book, fs, jsonio, pricing, tail
 from ..calls import (
     MODEL,
     NOT_JSON,
@@ -802,14 +802,14 @@ class _Reader:
 
 def _work_out(book, finished):
     """The outcomes of the calls finished (booked by every file read, in order) go to the wires,
-    in order, and finished is emptied. The wires keep the last ledger.HIST outcomes and count
+    in order, and finished is emptied. The wires keep the last agent_book.HIST outcomes and count
     the failures in a row since the last success, and a cancel resets them: only the last calls
     can still show. Walking back from the last, each outcome is worked out until those are
     known; of the calls before them, only whether one was a cancel, and only when the wires
     count refusals (the outcomes after a cancel replace all it would reset but those)."""
     outcomes, kept, failing = [], 0, True
     first = len(finished)
-    while first and (kept < ledger.HIST or failing):
+    while first and (kept < agent_book.HIST or failing):
         first -= 1
         outcome = _call_outcome(_resolved(finished[first]))
         outcomes.append(outcome)
@@ -821,10 +821,10 @@ def _work_out(book, finished):
     record = book.state["agents"].get("main")
     cancels = first and "reset" not in outcomes[-1:] and record and record.get("ref")
     if cancels and any(map(_cancelled, map(_resolved, finished[:first]))):
-        ledger.reset_agent(record)
+        agent_book.reset_agent(record)
     for (tool_call, _), outcome in zip(finished[first:], reversed(outcomes)):
         if outcome == "reset":
-            ledger.reset_agent(book.agent("main"))
+            agent_book.reset_agent(book.agent("main"))
         elif outcome:
             text = _result_text(tool_call.get("result"))[0]
             text = text.owned() if isinstance(text, _Long) else text

@@ -39,7 +39,7 @@ from .. import fs, jsonio
 from ..calls import MODEL, Call, count, fingerprint, ignore, ignored, text, tool_name
 from ..decisions import DENY, REFUSAL_PREFIX, STOP, TELL
 from ..estimate import LAST_COST
-from ._files import say_ignored
+from ._files import main_entry, say_ignored
 
 NAME = "opencode"
 LABEL = "OpenCode"
@@ -210,7 +210,7 @@ def query(open_count, parts, messages=True):
 
 
 def _read(book, db, path, root):
-    entry = book.state["files"].setdefault(path, {"agent": "main"})
+    entry = main_entry(book, path)
     done = entry.get("done")
     if not isinstance(done, list):
         if entry.pop("since", None) is not None or "created" in entry:

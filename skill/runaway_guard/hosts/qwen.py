@@ -23,7 +23,7 @@ from ..calls import MODEL, NOT_JSON, RESULT, Call, canonical, count, fingerprint
 from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP
 from ..jsonio import head_types
 from . import hook_entry
-from ._files import LONG, agent_file, each_line, follow, listing, local_day, read_all
+from ._files import LONG, agent_file, each_line, follow, listed, local_day, read_all
 
 NAME = "qwen"
 LABEL = "Qwen Code"
@@ -122,10 +122,10 @@ def sync(book, call):
     # <project dir>/chats/<session>.jsonl and <project dir>/subagents/<session>/agent-<id>.jsonl
     project_dir = fs.dirname(fs.dirname(call.transcript_path))
     folder = fs.join(project_dir, "subagents", call.session_id)
-    for name in listing(book.state.setdefault("folders", {}), folder) or ():
+    for name in listed(book, folder) or ():
         if name.startswith("agent-") and name.endswith(".jsonl"):
             follow(book, fs.join(folder, name), {"agent": name[6:-6]})
-    book.state["files"].setdefault(call.transcript_path, {"agent": "main"})
+    follow(book, call.transcript_path, {"agent": "main"})
     read_all(book, call.transcript_path, lambda entry: _Reader(book, entry), agent_file, call.agent)
     return True
 

@@ -42,7 +42,7 @@ status.py (status.py's fields).
 
 import time
 
-from .. import fs, ledger, wires
+from .. import fs, state_file, wires
 from ..decisions import STOP
 from ..money import PICO
 
@@ -61,7 +61,7 @@ def private_folder(state_dir):
     """The team folder, made 0700 where it is not; refused when it is a link or another user's
     (its files are made 0600, without following links)."""
     path = folder(state_dir)
-    ledger.private_dir(path)
+    state_file.private_dir(path)
     info = fs.lstat(path)
     if info.st_mode & 0o170000 != 0o040000 or (fs.getuid and info.st_uid != fs.getuid()):
         raise OSError(f"{path} is a link or another user's: remove it, the guard makes it again")
@@ -81,7 +81,7 @@ def periods(now):
 
 
 def read_cache(state_dir):
-    cache = ledger.read_json(cache_path(state_dir))
+    cache = state_file.read_json(cache_path(state_dir))
     return cache if cache and cache.get("v") == VERSION else None
 
 
@@ -385,7 +385,7 @@ def _await(state_dir):
 
 
 def _try_flock(fd):
-    """The refresh lock is a flock, not the sessions' record lock (ledger.try_lock): the
+    """The refresh lock is a flock, not the sessions' record lock (state_file.try_lock): the
     refresh process inherits it with the descriptor, and a record lock is not inherited."""
     import fcntl
 

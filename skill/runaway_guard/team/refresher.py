@@ -5,7 +5,7 @@ machine's totals, reads the other machines' sums and writes the cache, one round
 import sys
 import time
 
-from .. import config, fs, jsonio, ledger
+from .. import config, fs, jsonio, state_file
 from . import (
     DEADLINE,
     GRACE,
@@ -52,9 +52,9 @@ def child():
         if settings.team:
             host, session_id = [*sys.argv[3:5], "", ""][:2]
             if host and session_id:  # what the call that started this saves, first
-                _, base = ledger.session_paths(settings.state_dir, host, session_id)
+                _, base = state_file.session_paths(settings.state_dir, host, session_id)
                 try:
-                    with ledger.Lock(base + ".lock"):
+                    with state_file.Lock(base + ".lock"):
                         pass
                 except OSError:
                     pass
@@ -108,7 +108,7 @@ def _changed_since(state_dir, moment):
         except OSError:
             continue
         for entry in entries:
-            if not entry.name.endswith((ledger.STATE, ".ledger")):
+            if not entry.name.endswith((state_file.STATE, ".ledger")):
                 continue
             try:
                 if entry.stat().st_mtime > moment:
@@ -122,7 +122,7 @@ def sync(settings):
     """A refresh now, waited for (status.py --team-sync: CI's last step, debugging). It waits
     for a refresh in progress to end (its push must not land after this one's), not longer."""
     path = fs.join(private_folder(settings.state_dir), "refresh.lock")
-    lock = ledger.Lock(path, attempt=_try_flock)
+    lock = state_file.Lock(path, attempt=_try_flock)
     try:
         lock.__enter__()
     except TimeoutError:
@@ -182,7 +182,7 @@ def refresh(settings, now=None, ends=None):
         cache["failures"] = 0
         cache["stale_since"] = None
     private_folder(state_dir)
-    ledger.write_atomic(cache_path(state_dir), jsonio.dumps(cache).encode())
+    state_file.write_atomic(cache_path(state_dir), jsonio.dumps(cache).encode())
     try:
         fs.remove(awaited_path(state_dir))  # what was awaited has come
     except FileNotFoundError:

@@ -3,7 +3,7 @@ and ledgers of its state dir."""
 
 import time
 
-from .. import fs, jsonio, ledger
+from .. import fs, jsonio, state_file
 from . import _int, _month_day, private_folder
 
 ACTIVE_S = 86400.0  # sessions written this recently are listed in the cache (see figures())
@@ -26,7 +26,7 @@ def machine_id(state_dir):
         except FileExistsError:
             continue  # another process made it first: read theirs
         try:
-            ledger.write_all(fd, fs.urandom(6).hex().encode())
+            state_file.write_all(fd, fs.urandom(6).hex().encode())
         finally:
             fs.close(fd)
     raise OSError(f"cannot make a machine id in {path}")
@@ -57,12 +57,12 @@ def machine_totals(state_dir, month, day, now):
                 continue
         for name, mtime in stats.items():
             base, dot, kind = name.rpartition(".")
-            if dot + kind not in (ledger.STATE, ".ledger") or mtime < month_start - 86400:
+            if dot + kind not in (state_file.STATE, ".ledger") or mtime < month_start - 86400:
                 continue  # written before the month began: none of its spend is this month's
-            if kind == "ledger" and base + ledger.STATE in stats:
+            if kind == "ledger" and base + state_file.STATE in stats:
                 continue
             path = fs.join(root, host, name)
-            state = ledger.read_state(path) if kind != "ledger" else None
+            state = state_file.read_state(path) if kind != "ledger" else None
             spend = state.get("spend") if state else None
             if isinstance(spend, dict) and isinstance(spend.get("day"), dict):
                 days = spend["day"]
