@@ -6,13 +6,9 @@ person: where the host can ask, the guard asks them; where it cannot, it refuses
 agent the exact command for the person to run in their own terminal.
 """
 
-from . import config, fs
-
-STATUS_SCRIPT = "status.py"
-LOOSENING_FLAGS = ("--raise-cap", "--clear", "--off")
-PROJECT_FILE = config.PROJECT_FILE
-
-STATUS, LOOSEN = "status", "loosen"
+from . import fs
+from .config_values import PROJECT_FILE
+from .control_words import LOOSEN, LOOSENING_FLAGS, STATUS_SCRIPT, patched_files
 
 # The skill's own folder: guard.py, status.py and this package. Editing it switches the guard off.
 SKILL_DIR = fs.dirname(fs.dirname(fs.abspath(__file__)))
@@ -122,20 +118,6 @@ def _patch_reaches(patch, cwd, state_dir, guarded, environ):
     if not (_may_reach(patch, state_dir) or _works_in(cwd, state_dir)):
         return False
     return any(_inside(_resolve(path, cwd, environ), guarded) for path in patched_files(patch))
-
-
-def patched_files(patch):
-    """The files a patch writes: apply_patch's `*** Update File: x` lines, a diff's `+++ b/x`."""
-    found = []
-    for line in patch.split("\n"):
-        for mark in ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "):
-            if line.startswith(mark):
-                found.append(line[len(mark) :].strip())
-        if line.startswith(("+++ ", "--- ")):
-            name = line[4:].split("\t")[0].strip()
-            if name != "/dev/null":
-                found.append(name[2:] if name.startswith(("a/", "b/")) else name)
-    return [name for name in found if name]
 
 
 def describe(call):

@@ -13,9 +13,9 @@ names a guarded place.
 """
 
 from . import fs
-from .config import PREFIX as SETTING
-from .config import PROJECT_FILE
-from .controls import LOOSEN, LOOSENING_FLAGS, STATUS, STATUS_SCRIPT, patched_files
+from .config_values import PREFIX as SETTING
+from .config_values import PROJECT_FILE
+from .control_words import LOOSEN, LOOSENING_FLAGS, STATUS, STATUS_SCRIPT, patched_files
 from .shell_words import _NAME_CHARS, parse
 
 PLAIN_FLAGS = ("--json", "--today", "--month", "--help", "-h")

@@ -11,6 +11,7 @@ import time
 from . import (
     agent_book,
     config,
+    control_words,
     controls,
     day_totals,
     estimate,
@@ -222,9 +223,9 @@ def _decide(book, call, settings, host):
 
     call_hash = fingerprint([call.tool, call.tool_input])
     control = controls.classify(call, settings.state_dir, settings.user_path)
-    if control == controls.STATUS:
+    if control == control_words.STATUS:
         decision = None
-    elif control == controls.LOOSEN:
+    elif control == control_words.LOOSEN:
         decision = fit(_loosen_decision(call), host.RUNGS)
     else:
         found = _wires(book, call, call_hash, settings, daily)
@@ -232,7 +233,7 @@ def _decide(book, call, settings, host):
         if found is not decision:  # a warning Qwen cannot pass on, an end Cursor cannot make
             _unsaid.append(found)
 
-    if control == controls.STATUS:
+    if control == control_words.STATUS:
         pass  # a status call is invisible to the wires: it must not break a failure run or loop
     elif _file_id(call, host) and has_transcript:
         book.call(call.agent, call.tool_use_id, call_hash)
@@ -242,7 +243,7 @@ def _decide(book, call, settings, host):
     if decision and decision["kind"] != TELL:
         book.remember_refusal(call.agent, _file_id(call, host), decision["kind"] == ASK)
         state["blocked"] = _blocked(decision, call)
-    elif control != controls.STATUS:
+    elif control != control_words.STATUS:
         state["blocked"] = None
     if call.tool_use_id:
         answers = state["answers"]

@@ -58,9 +58,10 @@ def send(news, decision, call, settings, environ):
     from . import detached, jsonio
 
     message = compose(news, decision, call)
-    data = {"message": message, "urls": list(settings.notify_urls), "desktop": desktop}
-    more = ("DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR")
     state_dir = settings.state_dir
+    data = {"message": message, "urls": list(settings.notify_urls), "desktop": desktop}
+    data["state_dir"] = state_dir  # where the sender logs what failed
+    more = ("DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR")
     try:
         detached.start(
             "notify", (), environ, state_dir, data=jsonio.dumps(data).encode(), more=more
@@ -128,11 +129,11 @@ def child():
     import sys
     import threading
 
-    from . import config, fs, jsonio
+    from . import fs, jsonio
 
     try:
         job = jsonio.loads(sys.stdin.buffer.read(1 << 20))
-        state_dir = config.load(None, fs.environ).state_dir
+        state_dir = job["state_dir"]
         targets = [(_desktop, job["desktop"])] if job.get("desktop") else []
         targets += [(_post, url) for url in job["urls"]]
         threads = [

@@ -57,7 +57,12 @@ STATE = {
     "warned": (dict, "wires", "each cap already warned about, by wire: warned once"),
     "notified": (list, "notify", "the events already sent to the person's notifier"),
     "problems": (list, "hook", "the configuration's ignored values, for status"),
-    "cap_usd": ((int, float, NONE), "controls", "a cap the person raised for this session"),
+    "cap_usd": (
+        object,
+        "controls",
+        "a cap the person raised for this session; what an earlier version wrote is kept as it "
+        "is and read through money.raised_cap",
+    ),
     "off": (bool, "controls", "the person turned the guard off for this session"),
 }
 

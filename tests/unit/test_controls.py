@@ -12,6 +12,8 @@ from guard_env import ROOT, fuzz
 from hypothesis import given
 from hypothesis import strategies as st
 from runaway_guard import controls
+from runaway_guard.control_words import LOOSEN
+from runaway_guard.control_words import STATUS as STATUS_CALL
 from test_status import STATUS, Claude, Codex, World, kind
 
 HOME = "/home/u"
@@ -54,12 +56,12 @@ def classify(command=None, tool="Bash", tool_input=None, cwd=PROJECT):
     ],
 )
 def test_plain_status_calls(command, cwd):
-    assert classify(command, cwd=cwd) == controls.STATUS
+    assert classify(command, cwd=cwd) == STATUS_CALL
 
 
 def test_a_link_to_the_guards_status_py_is_its_status_py(tmp_path):
     (tmp_path / "status.py").symlink_to(STATUS)
-    assert classify("python3 status.py --json", cwd=str(tmp_path)) == controls.STATUS
+    assert classify("python3 status.py --json", cwd=str(tmp_path)) == STATUS_CALL
 
 
 @pytest.mark.parametrize(
@@ -156,7 +158,7 @@ LOOSENING = [
 
 @pytest.mark.parametrize("command", LOOSENING)
 def test_loosening_calls(command):
-    assert classify(command) == controls.LOOSEN
+    assert classify(command) == LOOSEN
 
 
 @pytest.mark.parametrize(
@@ -170,7 +172,7 @@ def test_loosening_calls(command):
     ],
 )
 def test_relative_paths_from_a_guarded_folder_loosen(command, cwd):
-    assert classify(command, cwd=cwd) == controls.LOOSEN
+    assert classify(command, cwd=cwd) == LOOSEN
 
 
 @pytest.mark.parametrize(
@@ -206,7 +208,7 @@ def test_reads_and_other_calls_go_through_the_wires(command):
 
 def test_a_command_too_long_to_read_loosens_when_it_names_a_guarded_folder():
     padding = "x" * (70 << 10)
-    assert classify(f"echo {padding} > ~/.config/runaway-guard/config.json") == controls.LOOSEN
+    assert classify(f"echo {padding} > ~/.config/runaway-guard/config.json") == LOOSEN
     assert classify(f"echo {padding} runaway") is None
 
 
@@ -247,14 +249,14 @@ FILE_TOOLS = [
 
 @pytest.mark.parametrize(("tool", "tool_input"), FILE_TOOLS)
 def test_file_tools_aimed_at_the_guard_loosen(tool, tool_input):
-    assert classify(tool=tool, tool_input=tool_input) == controls.LOOSEN
+    assert classify(tool=tool, tool_input=tool_input) == LOOSEN
 
 
 def test_file_tools_relative_to_a_guarded_folder_loosen():
     write = {"file_path": "config.json", "content": "{}"}
-    assert classify(tool="Write", tool_input=write, cwd=CONFIG_DIR) == controls.LOOSEN
+    assert classify(tool="Write", tool_input=write, cwd=CONFIG_DIR) == LOOSEN
     patch = {"command": "*** Begin Patch\n*** Update File: hook.py\n"}
-    assert classify(tool="Edit", tool_input=patch, cwd=f"{OWN}/runaway_guard") == controls.LOOSEN
+    assert classify(tool="Edit", tool_input=patch, cwd=f"{OWN}/runaway_guard") == LOOSEN
 
 
 @pytest.mark.parametrize(
@@ -328,7 +330,7 @@ def test_every_spelling_of_a_write_loosens_and_every_read_passes(data):
     name = draw(st.sampled_from(["config.json", "", "sessions/claude/s1.state", "hook.log"]))
     quote = draw(st.booleans())
     writer = _spelled(draw, draw(st.sampled_from(WRITERS)), place, name, quote)
-    assert classify(writer) == controls.LOOSEN, writer
+    assert classify(writer) == LOOSEN, writer
     reader = _spelled(draw, draw(st.sampled_from(READS)), place, name, quote)
     assert classify(reader) is None, reader
 
@@ -339,8 +341,12 @@ def test_every_spelling_of_a_write_loosens_and_every_read_passes(data):
 )
 def test_any_text_near_the_guard_gives_an_answer(text):
     for command in (text, f"{text} runaway-guard", f"python3 {STATUS} {text}"):
-        assert classify(command) in (None, controls.LOOSEN, controls.STATUS)
-        assert classify(command, cwd=STATE_DIR) in (None, controls.LOOSEN, controls.STATUS)
+        assert classify(command) in (None, LOOSEN, STATUS_CALL)
+        assert classify(command, cwd=STATE_DIR) in (
+            None,
+            LOOSEN,
+            STATUS_CALL,
+        )
 
 
 # -- through the guard, on both hosts

@@ -91,14 +91,6 @@ KNOWN_CYCLES = [
     # the package loads self_check.py (beside guard.py) to say why it cannot run, and
     # self_check imports the package to check it
     {"runaway_guard", "self_check"},
-    # config -> notify -> controls, sessions -> controls -> guarded_places -> config, controls
-    {
-        "runaway_guard.config",
-        "runaway_guard.controls",
-        "runaway_guard.guarded_places",
-        "runaway_guard.notify",
-        "runaway_guard.sessions",
-    },
 ]
 
 

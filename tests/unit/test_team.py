@@ -227,8 +227,8 @@ def test_the_hook_imports_team_only_for_a_team_and_never_the_network(guard_env):
     env = environ_for(guard_env, "http://127.0.0.1:9", RUNAWAY_GUARD_TEAM_MONTHLY_USD=5)
     cache = cache_of(fetched_at=time.time(), attempted_at=time.time())
     cache.update(zip(("month", "day"), team.periods(time.time())))
-    team.ledger.private_dir(team.folder(str(guard_env.state_dir)))
-    team.ledger.write_atomic(team.cache_path(str(guard_env.state_dir)), json.dumps(cache).encode())
+    state_file.private_dir(team.folder(str(guard_env.state_dir)))
+    state_file.write_atomic(team.cache_path(str(guard_env.state_dir)), json.dumps(cache).encode())
     modules = imported(guard_env, env, "toolu_2")  # the figures are fresh: no refresh to start
     assert b"runaway_guard.team" in modules
     assert not modules & {b"urllib", b"urllib.request", b"subprocess", b"json", b"re", b"socket"}
@@ -526,8 +526,8 @@ def test_decisions_name_whose_budget_is_spent_and_who_can_raise_it(guard_env, mo
         RUNAWAY_GUARD_TEAM_MONTHLY_USD=100,
         RUNAWAY_GUARD_PERSON_DAILY_USD=15,
     )
-    team.ledger.private_dir(team.folder(settings.state_dir))
-    team.ledger.write_atomic(team.cache_path(settings.state_dir), json.dumps(cache_of()).encode())
+    state_file.private_dir(team.folder(settings.state_dir))
+    state_file.write_atomic(team.cache_path(settings.state_dir), json.dumps(cache_of()).encode())
     state = session_state(4, 1.5)
     found = [d for d in team.decisions(settings, state, "Bash", {}, NOW) if d]
     stop = next(d for d in found if d["wire"] == "team")
@@ -544,8 +544,8 @@ def test_fail_closed_refuses_once_a_refresh_failed(guard_env, monkeypatch):
     monkeypatch.setattr(team, "start_refresh", lambda *args: None)
     extra = {"RUNAWAY_GUARD_TEAM_MONTHLY_USD": 1000}
     failed = cache_of(error="Prometheus http://x: connection refused", stale_since=NOW - 50)
-    team.ledger.private_dir(team.folder(str(guard_env.state_dir)))
-    team.ledger.write_atomic(team.cache_path(str(guard_env.state_dir)), json.dumps(failed).encode())
+    state_file.private_dir(team.folder(str(guard_env.state_dir)))
+    state_file.write_atomic(team.cache_path(str(guard_env.state_dir)), json.dumps(failed).encode())
     state = session_state(1, 1)
     open_settings = team_settings(guard_env, "http://x", **extra)
     assert all(
@@ -812,8 +812,8 @@ def test_a_whole_refresh_keeps_to_its_deadline(guard_env, monkeypatch):
 
 
 def write_cache(state_dir, cache):
-    team.ledger.private_dir(team.folder(str(state_dir)))
-    team.ledger.write_atomic(team.cache_path(str(state_dir)), json.dumps(cache).encode())
+    state_file.private_dir(team.folder(str(state_dir)))
+    state_file.write_atomic(team.cache_path(str(state_dir)), json.dumps(cache).encode())
 
 
 def test_a_refresh_that_cannot_start_keeps_the_caps_and_fail_closed(guard_env, monkeypatch):
