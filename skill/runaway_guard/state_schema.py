@@ -9,6 +9,7 @@ the state must hold (marshal writes it, but JSON could): a float key may hold an
 
 NONE = type(None)
 NUMBER = (int, float)
+ANY = (dict, list, str, int, float, bool, NONE)  # a value kept as it was found
 
 # key: (types, owner module, why the state keeps it)
 STATE = {
@@ -58,7 +59,7 @@ STATE = {
     "notified": (list, "notify", "the events already sent to the person's notifier"),
     "problems": (list, "hook", "the configuration's ignored values, for status"),
     "cap_usd": (
-        object,
+        ANY,
         "controls",
         "a cap the person raised for this session; what an earlier version wrote is kept as it "
         "is and read through money.raised_cap",
