@@ -328,8 +328,9 @@ class _Reader:
     def flush(self):
         """Count the response held back, and estimate each agent's next request."""
         self._book()
-        for agent, (key, pusd, out, ahead) in self.estimates.items():
+        for agent, (key, pusd, out, model, context, cached) in self.estimates.items():
             # Noting the same response again changes nothing but the estimate it now makes.
+            ahead = (context, cached, pricing.token_pricer(model, True))
             estimate.note(self.ledger.state, agent, key, pusd, out, ahead)
         self.estimates.clear()
 
@@ -357,8 +358,7 @@ class _Reader:
         context = count(usage.get("input_tokens")) + cached
         day = local_day(record.get("timestamp"))
         if self.ledger.usage(key, agent, model, pusd, known, out, day, (context, cached, None)):
-            ahead = (context, cached, pricing.token_pricer(model, True))
-            self.estimates[agent] = (key, pusd, out, ahead)
+            self.estimates[agent] = (key, pusd, out, model, context, cached)
         if agent == "main":
             self.entry["model"] = model
 
