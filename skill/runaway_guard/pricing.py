@@ -215,6 +215,7 @@ _PARTS = {
         _section(data, "openai")["rules"].get("priority_service_tiers", ["priority"])
     ),
     "pricers": lambda data: {},  # (model, Claude's rules) -> token_pricer's price
+    "claude_pricers": lambda data: {},  # model -> claude_pricer's price
 }
 
 
@@ -284,16 +285,32 @@ def _is_count(value):
     return value == value and 0 <= value <= MOST
 
 
+def _counts(first, second, third):
+    """Whether three values are what count() keeps as they are (ints from 0 to MOST): the
+    usual case, told in one test instead of three calls."""
+    return (
+        first.__class__ is second.__class__ is third.__class__ is int
+        and first >= 0
+        and second >= 0
+        and third >= 0
+        and first + second + third <= MOST
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # Claude
 
 
 def _cache_split(usage):
-    """(total writes, 1h writes) the way Claude Code reads them."""
-    breakdown = _dict(usage.get("cache_creation"))
-    five = count(breakdown.get("ephemeral_5m_input_tokens"))
-    hour = count(breakdown.get("ephemeral_1h_input_tokens"))
-    total = count(usage.get("cache_creation_input_tokens"))
+    """(total writes, 1h writes, 5m writes) the way Claude Code reads them."""
+    breakdown = usage.get("cache_creation")
+    five = hour = None
+    if breakdown.__class__ is dict:
+        five = breakdown.get("ephemeral_5m_input_tokens")
+        hour = breakdown.get("ephemeral_1h_input_tokens")
+    total = usage.get("cache_creation_input_tokens")
+    if not _counts(five, hour, total):
+        five, hour, total = count(five), count(hour), count(total)
     if total == 0:
         # Claude Code fills a missing total from the breakdown as it accumulates the stream.
         total = five + hour
@@ -304,9 +321,11 @@ def _claude_part(rates, part):
     """Picodollars for one request's tokens (no geo premium, no web search)."""
     base = rates["base"]
     long = rates["long"]
-    inp = count(part.get("input_tokens"))
-    out = count(part.get("output_tokens"))
-    read = count(part.get("cache_read_input_tokens"))
+    inp = part.get("input_tokens")
+    out = part.get("output_tokens")
+    read = part.get("cache_read_input_tokens")
+    if not _counts(inp, out, read):
+        inp, out, read = count(inp), count(out), count(read)
     write, hour, _ = _cache_split(part)
     table = base
     if long is not None and inp + read + write > long[0]:
@@ -415,6 +434,46 @@ def claude_cost(model: str, usage: dict) -> tuple:
     return picodollars, known
 
 
+def claude_pricer(model):
+    """price(usage) -> (picodollars, known): claude_cost of one model, looked up once (a cold
+    read prices tens of thousands of responses of a model or two). A usage with no iterations,
+    no fast speed, no US inference and no web search (what nearly every response is) is priced
+    by its tokens alone; any other goes through claude_cost, which gives the same for these."""
+    found = _load("claude_pricers").get(model) if isinstance(model, str) else None
+    if found is not None:
+        return found
+    table = _load("claude")
+    if isinstance(model, str) and model in table["zero"]:
+        rates, known = None, True
+    else:
+        rates, known = _resolve(table, model, prefix_match=True)
+
+    def price(usage):
+        if usage.__class__ is not dict or _claude_special(usage):
+            return claude_cost(model, usage)
+        return (0 if rates is None else _claude_part(rates, usage)), known
+
+    if isinstance(model, str):
+        _load("claude_pricers")[model] = price
+    return price
+
+
+def _claude_special(usage):
+    """Whether claude_cost prices a usage by more than its tokens at its model's rates:
+    iterations (fallback, advisor or long-context parts), the fast speed, the US premium, web
+    searches (anything but none or 0, so that a hostile count is noted there as before)."""
+    iterations = usage.get("iterations")
+    if iterations and iterations.__class__ is list:
+        return True
+    if usage.get("speed") == "fast" or usage.get("inference_geo") == "us":
+        return True
+    tools = usage.get("server_tool_use")
+    if tools.__class__ is dict:
+        searches = tools.get("web_search_requests")
+        return not (searches is None or (searches.__class__ is int and searches == 0))
+    return False
+
+
 def least_known(first, second):
     """Of two models' known (_resolve): a ceiling's False, else a model priced as another's key."""
     if first is False or second is False:
@@ -481,6 +540,8 @@ def _names_claude(model):
 
 
 def _claude_pricer(model):
+    priced = claude_pricer(model)
+
     def price(inp, cached, written, out):
         tokens = {
             "input_tokens": inp - cached - written,
@@ -488,7 +549,7 @@ def _claude_pricer(model):
             "cache_creation_input_tokens": written,
             "output_tokens": out,
         }
-        return claude_cost(model, tokens)
+        return priced(tokens)
 
     return price
 

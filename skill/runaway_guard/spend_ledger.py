@@ -48,7 +48,8 @@ def load_known(self):
 
 def usage(self, key, agent, model, pusd, known_model, out, day, ahead=None):
     """Count one API response, or correct it when a later row carries more output; ahead:
-    what estimate.note needs to estimate the agent's next request (None: a correction)."""
+    what estimate.note needs to estimate the agent's next request (None: a correction).
+    Whether it was counted (and ahead noted): False when it was already."""
     recent = self.state["recent"]
     old = recent.get(key)
     if old is None and self._parked_holds(key):
@@ -58,7 +59,7 @@ def usage(self, key, agent, model, pusd, known_model, out, day, ahead=None):
         old = self.known.get(key)
     if old is not None:
         if (out, pusd) <= (old[2], old[1]):
-            return  # an earlier row of a response already counted (or a stale correction)
+            return False  # an earlier row of a response counted (or a stale correction)
         self._book(old, -1)
     entry = [key, pusd, out, model, agent, day]
     self._book(entry, 1)
@@ -74,6 +75,7 @@ def usage(self, key, agent, model, pusd, known_model, out, day, ahead=None):
         self._unlisted(model, known_model)
     if ahead is not None:
         estimate.note(self.state, agent, key, pusd, out, ahead)
+    return True
 
 
 def _unlisted(self, model, known_model):

@@ -9,7 +9,7 @@ largest output count seen.
 
 import time
 
-from .. import fs, jsonio, pricing, text_loops
+from .. import estimate, fs, jsonio, pricing, text_loops
 from ..calls import (
     MODEL,
     NOT_JSON,
@@ -360,34 +360,50 @@ class _Reader:
         self.shape = None
         # The text blocks of the held response's rows (text_loops: an answer without tools).
         self.said = []
+        # agent -> estimate.note's arguments for its last response counted in this read: only
+        # its estimate of the next request is kept, so the others are noted without one (see
+        # _book) and it is noted again, whole, when the read ends (flush).
+        self.estimates = {}
 
     def __call__(self, raw):
         self.line(raw)
 
     def flush(self):
-        """Price and count the response held back, if any."""
+        """Count the response held back, and estimate each agent's next request."""
+        self._book()
+        for agent, (key, pusd, out, model, context, cached) in self.estimates.items():
+            # Noting the same response again changes nothing but the estimate it now makes.
+            ahead = (context, cached, pricing.token_pricer(model, True))
+            estimate.note(self.ledger.state, agent, key, pusd, out, ahead)
+        self.estimates.clear()
+
+    def _book(self):
+        """Price and count the response held back, if any. Its next request is estimated
+        without a price (estimate.note keeps the history all the same): a cold read counts
+        thousands of responses, and only the last of each agent's estimate is kept."""
         held = self.held
         if held is None:
             return
         self.held = self.shape = None
         key, out, agent, model, record, message = held
-        pusd, known = pricing.claude_cost(model, message["usage"])
+        price = pricing.claude_pricer(model)
+        pusd, known = price(message["usage"])
         paused = message.get("pausedResponses")
         if isinstance(paused, list):
             # Segments before a pause limit are billed on their own; the row's usage is the rest.
             for segment in paused:
                 if isinstance(segment, dict) and isinstance(segment.get("usage"), dict):
-                    pusd += pricing.claude_cost(model, segment["usage"])[0]
+                    pusd += price(segment["usage"])[0]
         usage = message["usage"]
         cached = count(usage.get("cache_read_input_tokens")) + count(
             usage.get("cache_creation_input_tokens")
         )
         context = count(usage.get("input_tokens")) + cached
-        ahead = (context, cached, pricing.token_pricer(model, True))
         day = local_day(record.get("timestamp"))
         # a file read again from its start (rewritten) brings answers text_loops has counted
         counted = self.ledger.known is not None and key in self.ledger.known
-        self.ledger.usage(key, agent, model, pusd, known, out, day, ahead)
+        if self.ledger.usage(key, agent, model, pusd, known, out, day, (context, cached, None)):
+            self.estimates[agent] = (key, pusd, out, model, context, cached)
         if agent == "main":
             self.entry["model"] = model
         # Every row carries the response's stop reason (2.1.328 and later; a row written before
@@ -450,11 +466,11 @@ class _Reader:
             self.entry["ver"] = record["version"]
         kind = record.get("type")
         if kind == "cost-state":
-            self.flush()
+            self._book()
             self._cost_state(record)
             return
         if kind == "system" and record.get("subtype") == "compact_boundary":
-            self.flush()
+            self._book()
             self._compaction(record)
             return
         message = record.get("message")
@@ -486,7 +502,7 @@ class _Reader:
         out = count(usage.get("output_tokens"))
         held = self.held
         if held is None or held[0] != key:
-            self.flush()
+            self._book()
             self.said = []
         content = message.get("content")
         for block in content if isinstance(content, list) else ():
@@ -500,7 +516,7 @@ class _Reader:
                 same = held[2] == agent and held[3] == model and held[5]["usage"] == usage
                 if same and held[5].get("pausedResponses") == message.get("pausedResponses"):
                     return  # another row of the response with the same usage (2.1.x)
-                self.flush()  # a tie: each is priced, the ledger keeps the dearer
+                self._book()  # a tie: each is priced, the ledger keeps the dearer
         self.held = (key, out, agent, model, record, message)
         # The rows of an answer without tools are read whole: their text counts (text_loops).
         reason = message.get("stop_reason")
