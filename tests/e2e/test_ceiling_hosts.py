@@ -91,7 +91,7 @@ GEMINI_RATES = (0.30, 0.03, 2.50)
     ],
 )
 def test_gemini_cli_ends_at_or_below_its_cap(tmp_path, cap, first, grow, out):
-    from runaway_guard.hosts import gemini as host
+    from runaway_guard.hosts.gemini.chats import _pricers
     from test_gemini_cli import FLASH, Gemini, sh
 
     usages = growing(30, first, grow, out)
@@ -104,7 +104,7 @@ def test_gemini_cli_ends_at_or_below_its_cap(tmp_path, cap, first, grow, out):
         gemini = Gemini(tmp_path, model.url, max_usd=cap)
         run = gemini.run()
         requests = len(model.api_requests("gemini"))
-    costs, errors = token_errors(GEMINI_RATES, host._pricers(FLASH)[2], usages, requests)
+    costs, errors = token_errors(GEMINI_RATES, _pricers(FLASH)[2], usages, requests)
     status = gemini.status(run.session_id)
     judge("Gemini CLI", requests, cap, errors, costs, status)
 

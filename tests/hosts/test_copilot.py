@@ -24,6 +24,7 @@ from runaway_guard import hook as guard_hook
 from runaway_guard import hosts, ledger, sessions
 from runaway_guard.decisions import ASK, DENY, STOP, TELL
 from runaway_guard.hosts import _procs, copilot
+from runaway_guard.hosts.copilot import events as copilot_events
 
 FIXTURES = ROOT / "tests" / "fixtures" / "copilot"
 # gpt-4.1 in prices.json (GitHub's table agrees): $2 input, $0.50 cached input, $8 output / MTok
@@ -354,14 +355,14 @@ def test_a_github_billed_response_costs_what_copilot_charged():
         "copilotUsage": {"totalNanoAiu": 123456789},
     }
     # 123456789 nano-AI units = 0.123456789 AI credits = $0.00123456789
-    assert copilot._price(usage) == ("claude-sonnet-4.5", 1234567890, True)
+    assert copilot_events._price(usage) == ("claude-sonnet-4.5", 1234567890, True)
 
 
 def test_under_the_persons_key_tokens_are_priced_with_the_table():
     usage = {"model": "gpt-5-mini", "inputTokens": 3000, "cacheReadTokens": 1000}
     usage.update({"outputTokens": 200, "isByok": True, "cost": 0})
     pico = (2000 * 0.25 + 1000 * 0.025 + 200 * 2) * 1e6
-    model, pusd, known = copilot._price(usage)
+    model, pusd, known = copilot_events._price(usage)
     assert (model, known) == ("gpt-5-mini", True)
     assert pusd == round(pico)
 
@@ -373,16 +374,16 @@ def test_under_the_persons_key_the_next_request_is_estimated_from_its_tokens():
 
     usage = {"model": "gpt-4.1", "inputTokens": 30000, "cacheReadTokens": 27000}
     usage.update({"outputTokens": 3000, "isByok": True, "cost": 0})
-    _, pusd, _ = copilot._price(usage)
+    _, pusd, _ = copilot_events._price(usage)
     state = {}
-    estimate.note(state, "main", "r1", pusd, 3000, copilot._ahead(usage, "gpt-4.1"))
+    estimate.note(state, "main", "r1", pusd, 3000, copilot_events._ahead(usage, "gpt-4.1"))
     # what this one read from the cache at $0.50, its fresh input and its output sent back at
     # $2, as much output again at $8 per MTok
     expected = 27000 * 0.5 + (3000 + 3000) * 2 + 3000 * 8
     assert estimate.next_cost(state, "main") == round(expected * 1e6)
     assert estimate.next_cost(state, "main") > pusd
     charged = dict(usage, isByok=False, copilotUsage={"totalNanoAiu": 10**9})
-    assert copilot._ahead(charged, "gpt-4.1") == estimate.LAST_COST  # GitHub's charge again
+    assert copilot_events._ahead(charged, "gpt-4.1") == estimate.LAST_COST  # GitHub's charge again
 
 
 # Anthropic's ids as Copilot CLI 1.0.102 records them under the person's Anthropic key
@@ -512,7 +513,7 @@ def test_any_events_line_is_read_without_error(tmp_path_factory, kind, data, usa
         data = dict(data, usage=usage)
     with ledger.Ledger(str(root), "copilot", "s") as book:
         entry = {"agent": "main"}
-        reader = copilot._Reader(book, entry, {"pending": {}, "misses": 0})
+        reader = copilot_events._Reader(book, entry, {"pending": {}, "misses": 0})
         book.call("main", "c1", "h")
         reader.line(json.dumps({"type": kind, "data": data}).encode())
         assert book.state["spend"]["total"] >= 0
@@ -588,7 +589,7 @@ def _read(events, pending, expecting, whole, cuts=()):
         with ledger.Ledger(str(root), "copilot", "s") as book:
             mine = {"pending": {call_id: ["main", "h0", []] for call_id in pending}, "misses": 0}
             entry = {"agent": "main"}
-            reader = copilot._Reader(book, entry, mine)
+            reader = copilot_events._Reader(book, entry, mine)
             if expecting:
                 book.call("main", "c1", "h1")
             if whole:
@@ -622,7 +623,7 @@ _ENDED_DATA_FIRST = {"data": _ENDED["data"], "type": _ENDED["type"]}
 @given(
     events=st.lists(_events(), max_size=8),
     spaced=st.booleans(),
-    pending=st.sampled_from([0, 1, copilot.PENDING_KEEP - 1, copilot.PENDING_KEEP]),
+    pending=st.sampled_from([0, 1, copilot_events.PENDING_KEEP - 1, copilot_events.PENDING_KEEP]),
     expecting=st.booleans(),
     cuts=st.lists(st.integers(0, 20), max_size=3),
 )
@@ -640,19 +641,20 @@ def test_reading_by_heads_ends_where_reading_every_line_does(
 def test_a_hook_start_is_dropped_only_when_its_one_call_ends():
     """The cases the byte test decides: the event's own id after the call, an "id" in the
     arguments, an escape, a second call, a `}` after the event's id."""
+    lists_only = copilot_events._lists_only
     own = b'{"type":"hook.start","data":{"input":{"toolCalls":[{"id":"c1","args":{}}]}},'
-    assert copilot._lists_only(own + b'"id":"e1","timestamp":"t","x":[1]}', b"c1")
-    assert copilot._lists_only(own[:-1] + b"}", b"c1")
-    assert not copilot._lists_only(own + b'"id":"e1","timestamp":"t"}', b"c2")
-    assert not copilot._lists_only(own + b'"id":"e1","x":"}"}', b"c1")
-    assert not copilot._lists_only(own + b'"id":"e1","x":"a\\"b"}', b"c1")
+    assert lists_only(own + b'"id":"e1","timestamp":"t","x":[1]}', b"c1")
+    assert lists_only(own[:-1] + b"}", b"c1")
+    assert not lists_only(own + b'"id":"e1","timestamp":"t"}', b"c2")
+    assert not lists_only(own + b'"id":"e1","x":"}"}', b"c1")
+    assert not lists_only(own + b'"id":"e1","x":"a\\"b"}', b"c1")
     two = b'{"type":"hook.start","data":{"input":{"toolCalls":[{"id":"c1"},{"id":"c2"}]}}'
-    assert not copilot._lists_only(two + b"}", b"c1") and not copilot._lists_only(two + b"}", b"c2")
-    assert not copilot._lists_only(two + b',"id":"e1"}', b"c1")
+    assert not lists_only(two + b"}", b"c1") and not lists_only(two + b"}", b"c2")
+    assert not lists_only(two + b',"id":"e1"}', b"c1")
     args = b'{"type":"hook.start","data":{"input":{"toolCalls":[{"id":"c1","args":{"id":"c2"}}]}}}'
-    assert not copilot._lists_only(args, b"c1")
+    assert not lists_only(args, b"c1")
     last = b'{"type":"hook.start","data":{"input":{"toolCalls":[{"id":"c2"}]}},"id":"c1"}'
-    assert not copilot._lists_only(last, b"c1")
+    assert not lists_only(last, b"c1")
 
 
 def test_fixtures_are_small():

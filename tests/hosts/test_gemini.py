@@ -13,6 +13,7 @@ from runaway_guard import hosts, ledger, pricing, state_file, tail, wires
 from runaway_guard.calls import MODEL, PROMPT, RESULT, TOOL, Call, fingerprint
 from runaway_guard.decisions import ASK, DENY, STOP, TELL
 from runaway_guard.hosts import _files, gemini
+from runaway_guard.hosts.gemini import chats, legacy, results
 from runaway_guard.sessions import refresh
 
 FIXTURES = ROOT / "tests" / "fixtures" / "gemini"
@@ -286,10 +287,8 @@ def test_subagent_outcomes_go_to_the_agent_the_hooks_see(tmp_path):
     ],
 )
 def test_shell_result_text(text, status):
-    from runaway_guard.hosts import gemini
-
-    assert gemini._text_status("run_shell_command", text) == status
-    assert gemini._text_status("read_file", text) == "ok"
+    assert results._text_status("run_shell_command", text) == status
+    assert results._text_status("read_file", text) == "ok"
 
 
 def turn(index, status="success", exit_code=None, stamp=None, call_id=None):
@@ -396,8 +395,8 @@ def test_outcomes_of_a_long_read_are_the_ones_read_one_by_one(tmp_path):
 
 
 def undecoded(value):
-    """A record of gemini._decoded with each long string decoded (see gemini._Long)."""
-    if isinstance(value, gemini._Long):
+    """A record of results._decoded with each long string decoded (see results._Long)."""
+    if isinstance(value, results._Long):
         return value.whole()
     if isinstance(value, dict):
         return {key: undecoded(item) for key, item in value.items()}
@@ -534,7 +533,7 @@ def test_a_long_read_is_the_same_as_reading_line_by_line(
     files = [(f"s/a{n}.jsonl", subagent(agent, f"a{n}")) for n, agent in enumerate(agents)]
     files.append(("session-x.jsonl", records))
     at_once, steps = (refused_before(tmp_path_factory.mktemp(n)) for n in ("whole", "steps"))
-    kept, gemini._BATCH = gemini._BATCH, batch
+    kept, chats._BATCH = chats._BATCH, batch
     try:
         for name, lines in files:
             jsonl(at_once / "chats" / name, lines)
@@ -546,7 +545,7 @@ def test_a_long_read_is_the_same_as_reading_line_by_line(
                 jsonl(steps / "chats" / name, [record])
                 state = sync_file(steps, [])
     finally:
-        gemini._BATCH = kept
+        chats._BATCH = kept
     assert whole == read(state)
 
 
@@ -604,10 +603,10 @@ def test_reading_in_blocks_is_decoding_every_line_whole(
         got = state_of(fast)
     finally:
         tail.BLOCK, tail._buffer[:] = kept
-    reader = gemini._Reader
+    reader = chats._Reader
     with pytest.MonkeyPatch.context() as patch:
         patch.delattr(reader, "lines")  # each line to line(), one by one
-        patch.setattr(gemini, "_decoded", json.loads)
+        patch.setattr(chats, "_decoded", json.loads)
         assert state_of(plain) == got
 
 
@@ -723,19 +722,19 @@ def test_a_long_line_decodes_as_json_and_its_results_outcome_from_their_ends(
     for ascii_only in (True, False):
         record = dict(turn(1)[2], content=text, toolCalls=[call])
         line = json.dumps(record, ensure_ascii=ascii_only, separators=(",", ":"))
-        record = gemini._decoded(line.encode())
+        record = results._decoded(line.encode())
         assert undecoded(record) == json.loads(line)
         got = record["toolCalls"][0]["result"][0]["functionResponse"]["response"]["output"]
         # a long arg, a long string elsewhere than where the reader looks, or a \u0000 left
         # in what is decoded (the message's content here): the line is decoded whole
-        long = len(json.dumps(text, ensure_ascii=ascii_only).encode()) > gemini._LONG_TEXT
+        long = len(json.dumps(text, ensure_ascii=ascii_only).encode()) > results._LONG_TEXT
         cut = long and key in ("output", "error", "command") and not (in_args and key != "command")
         cut = cut and "\x00" not in text
-        assert isinstance(got, gemini._Long) == cut
+        assert isinstance(got, results._Long) == cut
         if cut:
             ends = got.ends()
-            whole = gemini._text_status("run_shell_command", text)
-            status = None if ends is None else gemini._text_status("run_shell_command", *ends)
+            whole = results._text_status("run_shell_command", text)
+            status = None if ends is None else results._text_status("run_shell_command", *ends)
             assert status in (None, whole)
             assert got.plain_outcome("run_shell_command", False) in (None, whole)
             assert got.plain_outcome("read_file", True) in (None, "fail")
@@ -971,7 +970,7 @@ def test_any_session_line_is_read_without_error(tmp_path_factory, data):
 def test_a_legacy_file_past_its_limit_is_not_read(tmp_path, monkeypatch):
     """A whole-file read has a limit (LEGACY_MAX): past it the file is passed over, no error."""
     session, paths, _ = place("legacy", tmp_path)
-    monkeypatch.setattr(GEMINI, "LEGACY_MAX", Path(paths[0]).stat().st_size - 1)
+    monkeypatch.setattr(legacy, "LEGACY_MAX", Path(paths[0]).stat().st_size - 1)
     with ledger.Ledger(str(tmp_path / "state"), "gemini", session) as book:
         GEMINI.sync(book, Call("gemini", session, transcript_path=paths[0]))
         assert book.state["spend"]["total"] == 0

@@ -22,8 +22,9 @@ from guard_env import ROOT, fill, fuzz, tmpfs
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from runaway_guard import calls, hook, jsonio, ledger, log, pricing, state_file, tail
-from runaway_guard.hosts import copilot, gemini
+from runaway_guard.hosts import copilot
 from runaway_guard.hosts.codex import rollout
+from runaway_guard.hosts.gemini import results as gemini_results
 from runaway_guard.hosts.qwen import _reported_outcome
 from test_opencode_host import make_db, put_message, step, tool_call
 
@@ -730,7 +731,7 @@ def test_a_value_nested_nearly_as_deep_as_the_parser_reads_is_hashed_deeper_down
     # the readers that write a tool's output out as text (to hash it, or to read its status)
     assert deep_down(40, lambda: rollout._output_text(value)) == calls.canonical(value)
     assert deep_down(40, lambda: _reported_outcome("PostToolUse", {"tool_response": value}))
-    deep_down(40, lambda: gemini._decode_left(value, {}))
+    deep_down(40, lambda: gemini_results._decode_left(value, {}))
 
 
 def test_ledger_lines_the_guard_did_not_write_are_ignored(tmp_path):

@@ -1,7 +1,7 @@
 """Every host the guard knows, and how a payload tells who sent it.
 
-A host is one module here (or one package, its __init__.py the interface: codex/), holding
-everything about that host (CONTRIBUTING.md, "Adding a host"):
+A host is one module here (or one package, its __init__.py the interface: codex/, gemini/,
+copilot/), holding everything about that host (CONTRIBUTING.md, "Adding a host"):
 
 - NAME (as `--host` spells it), LABEL (for people), RUNGS (the decisions its answers can
   express), TOOLS (its tool names in the guard's vocabulary: Bash, Edit, Write, Agent);
