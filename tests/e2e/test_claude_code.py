@@ -396,10 +396,10 @@ def without_cache_marks(value):
 
 
 def assert_compaction_reads_the_cached_prompt(requests):
-    """What the guard's compaction estimate rests on (hosts/claude.py _compaction): the summary
-    request is the thread's previous request (same model, system, tools and messages) with the
-    instruction added to its last message, and it marks its system and its messages for the
-    cache: its prompt is read from the cache that request wrote."""
+    """What the guard's compaction estimate rests on (hosts/claude/transcript.py _compaction): the
+    summary request is the thread's previous request (same model, system, tools and messages)
+    with the instruction added to its last message, and it marks its system and its messages
+    for the cache: its prompt is read from the cache that request wrote."""
     at = next(i for i, body in enumerate(requests) if is_compaction_request(body))
     summary = without_cache_marks(requests[at])
     before = next(

@@ -133,7 +133,7 @@ def test_claude_code_validates_the_manifests(tmp_path):
         for warning in part["warnings"]:
             assert "unknown hook event; entry ignored at runtime" in warning["message"], part
     # the tool calls, and the prompts and turn ends (spend with no tool call: hosts/_turns.py),
-    # and the Agent tool's end (after a subagent: hosts/claude.py)
+    # and the Agent tool's end (after a subagent: hosts/claude/)
     events = ["PreToolUse", "UserPromptSubmit", "Stop", "PostToolUse"]
     assert [h["event"] for h in report["provides"]["hooks"]] == events
     assert report["provides"]["skills"] == [f"{NAME}:{NAME}"]

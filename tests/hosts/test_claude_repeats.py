@@ -1,5 +1,6 @@
-"""Claude Code's reader passes over a response's repeated rows undecoded (claude._Reader._repeats):
-what it books must be what decoding every row books, whatever the rows' bytes."""
+"""Claude Code's reader passes over a response's repeated rows undecoded
+(transcript._Reader._repeats): what it books must be what decoding every row books, whatever the
+rows' bytes."""
 
 import json
 
@@ -7,7 +8,7 @@ from claude_records import usage
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from runaway_guard import jsonio
-from runaway_guard.hosts import claude
+from runaway_guard.hosts.claude import transcript
 
 USAGES = [
     usage(out=10, read=5),
@@ -212,7 +213,7 @@ class Book:
         return lambda *args: self.calls.append((name, *args))
 
 
-class Plain(claude._Reader):
+class Plain(transcript._Reader):
     """The reader decoding every row it wants, as before the fast path."""
 
     def _repeats(self, raw, usage_at):
@@ -275,7 +276,7 @@ def row(block, parent=None, requested="claude-opus-4-8", late=(), decoy=False, *
 @example([row("text", decoy=True), row("tool_use", decoy=True, id="msg_02")], "main", True, False)
 def test_passing_over_repeated_rows_books_what_decoding_them_does(lines, agent, ver, pending):
     expected = read(Plain, lines, agent, ver, pending)
-    assert read(claude._Reader, lines, agent, ver, pending) == expected
+    assert read(transcript._Reader, lines, agent, ver, pending) == expected
 
 
 def test_a_responses_repeated_rows_are_not_decoded(monkeypatch):
@@ -284,6 +285,6 @@ def test_a_responses_repeated_rows_are_not_decoded(monkeypatch):
     decoded = []
     loads = jsonio.loads
     monkeypatch.setattr(jsonio, "loads", lambda raw: decoded.append(raw) or loads(raw))
-    calls, _, _ = read(claude._Reader, lines, "main", True, False)
+    calls, _, _ = read(transcript._Reader, lines, "main", True, False)
     assert decoded == lines[:1]
     assert [call[0] for call in calls] == ["usage"]

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from runaway_guard import fs, jsonio, ledger, pricing
 from runaway_guard.hosts import claude
+from runaway_guard.hosts.claude.transcript import _COUNTED, _Reader
 from runaway_guard.hosts.codex import rollout
 from test_jsonio import record_values, tricky_text
 from test_ledger import CODEX_EXPECTED, FakeCall, codex_session, sync_once
@@ -266,7 +267,7 @@ def head_types_decision(host, data, start, end, expecting):
         return kind == "event_msg" and inner is not None and inner not in rollout._EVENTS
     kind = jsonio.head_types(data, start, end)[0]
     return kind is not None and (
-        kind not in claude._COUNTED
+        kind not in _COUNTED
         or (kind == "user" and not expecting)
         or (kind == "system" and data.find(b'"compact_boundary"', start, end) < 0)
     )
@@ -278,7 +279,7 @@ def test_heads_read_by_shape_pass_over_what_head_types_would(line, expecting):
     end = 5 + len(line)
     readers = {
         "codex": rollout._Reader(Waiting(expecting), {"agent": "main"}, "root"),
-        "claude": claude._Reader(Waiting(expecting), {"agent": "main", "ver": "2.1.328"}),
+        "claude": _Reader(Waiting(expecting), {"agent": "main", "ver": "2.1.328"}),
     }
     for host, reader in readers.items():
         passed = reader._passed_over(data, 5, end)

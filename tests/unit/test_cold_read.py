@@ -1,6 +1,6 @@
 """A cold read prices and books tens of thousands of Claude Code responses (issue 31): its
 shortcuts, a model's rates looked up once and applied to the tokens alone (pricing.claude_pricer)
-and each agent's next request estimated once a read (claude._Reader.flush), must give to the
+and each agent's next request estimated once a read (transcript._Reader.flush), must give to the
 picodollar what pricing every response in full gives."""
 
 import itertools
@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from runaway_guard import calls, ledger, pricing
 from runaway_guard.hosts import claude
+from runaway_guard.hosts.claude.transcript import _Reader
 from test_ledger import FakeCall, sync_once
 
 # Listed, with a long-prompt tier, with a fast rate, priced as another, at a ceiling, free.
@@ -139,7 +140,7 @@ class _Priced:
         return self.book.usage(key, agent, model, pusd, known, out, day, ahead)
 
 
-class _Plain(claude._Reader):
+class _Plain(_Reader):
     def __init__(self, book, entry):
         super().__init__(_Priced(book), entry)
 
@@ -147,7 +148,7 @@ class _Plain(claude._Reader):
 def _read(folder, records, reader):
     main = jsonl(folder / "s1.jsonl", records)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(claude, "_Reader", reader)
+        patch.setattr(claude, "_Reader", reader)  # sync's _read finds it there
         sync_once(folder / "state", "claude", FakeCall("claude", "s1", main))
     with ledger.Ledger(str(folder / "state"), "claude", "s1") as book:
         keys = ("spend", "ahead", "recent", "unpriced", "priced_as")
@@ -161,5 +162,5 @@ def _read(folder, records, reader):
 @given(transcript())
 def test_a_read_estimates_what_estimating_every_response_does(tmp_path_factory, records):
     """The state after a read is the same, its estimates of each agent's next request too."""
-    fast = _read(tmp_path_factory.mktemp("fast"), records, claude._Reader)
+    fast = _read(tmp_path_factory.mktemp("fast"), records, _Reader)
     assert fast == _read(tmp_path_factory.mktemp("plain"), records, _Plain)

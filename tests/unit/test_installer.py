@@ -188,7 +188,7 @@ def without_guard(obj, host="claude"):
 
 
 EVENT = "PreToolUse"
-# hosts/_turns.py; Claude Code also PostToolUse (after a subagent: claude.py)
+# hosts/_turns.py; Claude Code also PostToolUse (after a subagent: hosts/claude/)
 TURNS = (EVENT, "UserPromptSubmit", "Stop")
 GUARD_EVENTS = {"claude": (*TURNS, "PostToolUse"), "codex": TURNS}
 

@@ -86,7 +86,7 @@ INSTALL = {
     ),
     "after_uninstall": "Copilot CLI no longer runs the hook from its next session on.",
     # Copilot installs this repository as a plugin too, reading Claude Code's manifests
-    # (.claude-plugin/, hosts/claude.py): their PreToolUse entry reaches the guard as a
+    # (.claude-plugin/, hosts/claude/): their PreToolUse entry reaches the guard as a
     # Claude-style payload; a folder-sourced plugin runs from that folder (seen on 1.0.102).
     "plugin": {
         "enabled_in": {"user": ("settings.json",)},
