@@ -8,7 +8,16 @@ from ... import fs, jsonio, pricing
 from ...calls import NOT_JSON, canonical, count, fingerprint, ignore
 from ...decisions import REFUSAL_PREFIX
 from ...jsonio import HEAD, head_types, type_at
-from .._files import LONG, each_line, first_line, followed, listing, local_day
+from .._files import (
+    LONG,
+    each_line,
+    first_line,
+    follow,
+    followed,
+    list_again,
+    listed,
+    local_day,
+)
 
 _USAGE_FIELDS = (
     "input_tokens",
@@ -37,23 +46,20 @@ def _day_folders(folder):
     return folders
 
 
-def _discover(ledger, folder, since, root_id):
+def _discover(book, folder, since, root_id):
     """Register the folder's rollouts of this session, looked for when the folder changed."""
-    files = ledger.state["files"]
-    seen = ledger.state.setdefault("folders", {})
-    names = listing(seen, folder)
-    for name in names or ():
+    for name in listed(book, folder) or ():
         item_path = fs.join(folder, name)
-        if not name.startswith("rollout-") or name < since or followed(ledger, item_path):
+        if not name.startswith("rollout-") or name < since or followed(book, item_path):
             continue
         meta = _session_meta(item_path)
         if meta is None:
-            seen.pop(folder, None)  # its first line is not written yet: look again next call
+            list_again(book, folder)  # its first line is not written yet: look again next call
         elif meta.get("session_id") == root_id:
             agent = "main" if meta.get("id") == root_id else str(meta.get("id"))
-            files[item_path] = {"agent": agent}
+            follow(book, item_path, {"agent": agent})
         else:
-            files[item_path] = {"foreign": True}
+            follow(book, item_path, {"foreign": True})
 
 
 def _session_meta(path):

@@ -29,7 +29,7 @@ module is the host's interface (hosts/__init__.py).
 from ... import fs, jsonio
 from ...calls import MODEL, PROMPT, RESULT, Call, canonical, fingerprint, tool_name
 from ...decisions import DENY, REFUSAL_PREFIX, STOP, TELL
-from .._files import followed, listing, read_all
+from .._files import follow, followed, listed, read_all
 from .chats import _Reader, _settle, _work_out
 from .results import TOOLS, _stable, _text_status
 
@@ -156,7 +156,6 @@ def sync(book, call):
     path = call.transcript_path
     if not path or not call.session_id:
         return False
-    files = book.state["files"]
     # the calls every file read books, in order: their outcomes are worked out together (_work_out)
     finished = []
     if path.endswith(".json"):
@@ -164,24 +163,24 @@ def sync(book, call):
 
         _read_whole(book, path, finished)  # a version that rewrote one whole session-*.json
     else:
-        _follow(book, files, path, "main")
+        _follow(book, path, "main")
     folder = fs.join(fs.dirname(path), call.session_id)
-    for name in sorted(listing(book.state.setdefault("folders", {}), folder) or ()):
+    for name in sorted(listed(book, folder) or ()):
         if name.endswith(".jsonl"):
-            _follow(book, files, fs.join(folder, name), name[: -len(".jsonl")])
+            _follow(book, fs.join(folder, name), name[: -len(".jsonl")])
     read_all(book, path, lambda entry: _Reader(book, entry, finished), _agent)
     _work_out(book, finished)
     _settle(book)
     return True
 
 
-def _follow(book, files, path, agent):
+def _follow(book, path, agent):
     if not followed(book, path):
         if book.state["spend"]["total"]:
             # A new file may repeat responses counted from another one (a resumed legacy
             # session copies every message): the whole ledger decides what is new.
             book.load_known()
-        files[path] = {"agent": agent}
+        follow(book, path, {"agent": agent})
 
 
 def _agent(path):
