@@ -80,14 +80,14 @@ def measure():
     real = {}  # response key: what it cost, once all its rows are read
     original = ledger.Ledger.usage
 
-    def usage(book, key, agent, model, pusd, known_model, out, day, ahead=None):
+    def usage(book, key, agent, model, picodollars, known_model, out, day, ahead=None):
         if ahead is not None and key not in guesses:
             agents = book.state.get("ahead", {})
             guess = estimate.next_cost(book.state, agent) if agent in agents else None
             guesses[key] = (book.host, model, guess)
-        original(book, key, agent, model, pusd, known_model, out, day, ahead)
+        original(book, key, agent, model, picodollars, known_model, out, day, ahead)
         if ahead is not None:
-            real[key] = pusd
+            real[key] = picodollars
 
     ledger.Ledger.usage = usage
     with tempfile.TemporaryDirectory() as folder:

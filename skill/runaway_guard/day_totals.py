@@ -14,19 +14,19 @@ def day_shares(state_dir, day):
     session's own state has its current figure (without a daily cap the hook updates its share
     in the day file only every so often: hook._daily_spend)."""
     shares = read_json(daily_path(state_dir, day)) or {}
-    for key, pusd in shares.items():
-        if not isinstance(pusd, int) or ":" not in key:
+    for key, picodollars in shares.items():
+        if not isinstance(picodollars, int) or ":" not in key:
             continue
         state = read_state(session_paths(state_dir, *key.split(":", 1))[1] + STATE) or {}
         spend = state.get("spend")
         days = spend.get("day") if isinstance(spend, dict) else None
         current = days.get(day) if isinstance(days, dict) else None
-        if isinstance(current, int) and current > pusd:
+        if isinstance(current, int) and current > picodollars:
             shares[key] = current
     return shares
 
 
-def daily_spend(state_dir, day, session_key=None, session_pusd=None, write=True):
+def daily_spend(state_dir, day, session_key=None, session_picodollars=None, write=True):
     """All sessions' spend on day, in picodollars; first records this session's share if given
     (write=False: counts it without writing, for when the file cannot be written).
 
@@ -37,13 +37,13 @@ def daily_spend(state_dir, day, session_key=None, session_pusd=None, write=True)
     if session_key is None or not write:
         shares = read_json(path) or {}
         if session_key is not None:
-            shares[session_key] = session_pusd
+            shares[session_key] = session_picodollars
     else:
         private_dir(fs.dirname(path))
         with Lock(path + ".lock"):
             shares = read_json(path) or {}
-            if shares.get(session_key) != session_pusd:
-                shares[session_key] = session_pusd
+            if shares.get(session_key) != session_picodollars:
+                shares[session_key] = session_picodollars
                 write_atomic(path, jsonio.dumps(shares).encode())
     return day_total(shares)
 

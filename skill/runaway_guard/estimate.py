@@ -21,7 +21,7 @@ LAST_COST = (None, 0, None)
 PLACEHOLDER = 16  # note's ahead for a host without token counts: the last cost again
 
 
-def note(state, agent, key, pusd, out, ahead):
+def note(state, agent, key, picodollars, out, ahead):
     """After a response (key) of agent is booked: its next request's estimate, in the state.
 
     ahead is (context, cached, price) where the host counts tokens: context is the response's
@@ -57,7 +57,7 @@ def note(state, agent, key, pusd, out, ahead):
         del outs[:-KEPT]
     record[0], record[3] = key, context
     if price is None or not context:
-        record[1] = pusd
+        record[1] = picodollars
         return
     cached = min(cached, context) if isinstance(cached, int) and cached > 0 else 0
     expected = median(outs)

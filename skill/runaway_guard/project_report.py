@@ -70,8 +70,10 @@ def month_rows(state_dir, month):
                 "path": path,
                 "month_usd": usd(sum(branches.values())),
                 "branches": {
-                    branch_name: usd(pusd)
-                    for branch_name, pusd in sorted(branches.items(), key=lambda item: -item[1])
+                    branch_name: usd(picodollars)
+                    for branch_name, picodollars in sorted(
+                        branches.items(), key=lambda item: -item[1]
+                    )
                 },
             }
         )

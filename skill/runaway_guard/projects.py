@@ -219,11 +219,11 @@ def _attribute(record, spend_days, today, now):
     days, base, dirty = record["days"], record["base"], record["dirty"]
     cutoff = time.strftime("%Y-%m-%d", time.localtime(now - KEEP_DAYS * 86400))
     looked = False
-    for day, pusd in spend_days.items():
+    for day, picodollars in spend_days.items():
         if day < cutoff or day > today:
             continue
         shares = days.setdefault(day, {})
-        delta = pusd - base.get(day, 0) - sum(shares.values())
+        delta = picodollars - base.get(day, 0) - sum(shares.values())
         if delta:
             if not looked:
                 record["branch"] = branch(record["head"])
@@ -265,14 +265,14 @@ def period_totals(state_dir, record, key, local, write=True):
 
 def _mine_in(days, record, mine, key):
     for day in mine:
-        for name, pusd in record["days"].get(day, {}).items():
-            days.setdefault(day, {}).setdefault(name, {})[key] = pusd
+        for name, picodollars in record["days"].get(day, {}).items():
+            days.setdefault(day, {}).setdefault(name, {})[key] = picodollars
     return days
 
 
 def month_days(data):
-    """A month file's days, each {branch: {session: pusd}}, with what is not of that shape left
-    out (a hostile or torn file counts nothing of what it holds wrongly)."""
+    """A month file's days, each {branch: {session: picodollars}}, with what is not of that
+    shape left out (a hostile or torn file counts nothing of what it holds wrongly)."""
     days = data.get("days") if isinstance(data, dict) else None
     if not isinstance(days, dict):
         return {}
@@ -292,11 +292,11 @@ def day_total(branches):
     if not isinstance(branches, dict):
         return 0
     return sum(
-        pusd
+        picodollars
         for sessions in branches.values()
         if isinstance(sessions, dict)
-        for pusd in sessions.values()
-        if type(pusd) is int and pusd > 0
+        for picodollars in sessions.values()
+        if type(picodollars) is int and picodollars > 0
     )
 
 

@@ -298,8 +298,8 @@ def today_rows(state_dir, environ=os.environ, now=None):
     day = time.strftime("%Y-%m-%d", time.localtime(now))
     shares = day_totals.day_shares(state_dir, day)
     rows = []
-    for key, pusd in shares.items():
-        if not isinstance(pusd, int) or ":" not in key:
+    for key, picodollars in shares.items():
+        if not isinstance(picodollars, int) or ":" not in key:
             continue
         host, session_id = key.split(":", 1)
         _, base = state_file.session_paths(state_dir, host, session_id)
@@ -324,7 +324,7 @@ def today_rows(state_dir, environ=os.environ, now=None):
                 "session_id": session_id,
                 "cwd": state.get("cwd"),
                 "project": _project_path(state),
-                "today_usd": usd(pusd),
+                "today_usd": usd(picodollars),
                 "spend_usd": total,
                 "cap_usd": cap or None,
                 "state": condition,

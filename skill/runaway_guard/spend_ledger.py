@@ -46,10 +46,12 @@ def load_known(self):
 # -- spend
 
 
-def usage(self, key, agent, model, pusd, known_model, out, day, ahead=None):
-    """Count one API response, or correct it when a later row carries more output; ahead:
+def usage(self, key, agent, model, *, picodollars, known_model, output, day, ahead=None, rank=None):
+    """Count one API response, or correct it: of two rows of one response, the one of higher
+    rank (its output count, unless a correction gives its own), then price, counts. ahead:
     what estimate.note needs to estimate the agent's next request (None: a correction).
     Whether it was counted (and ahead noted): False when it was already."""
+    rank = output if rank is None else rank
     recent = self.state["recent"]
     old = recent.get(key)
     if old is None and self._parked_holds(key):
@@ -58,10 +60,10 @@ def usage(self, key, agent, model, pusd, known_model, out, day, ahead=None):
     if old is None and self.known is not None:
         old = self.known.get(key)
     if old is not None:
-        if (out, pusd) <= (old[2], old[1]):
+        if (rank, picodollars) <= (old[2], old[1]):
             return False  # an earlier row of a response counted (or a stale correction)
         self._book(old, -1)
-    entry = [key, pusd, out, model, agent, day]
+    entry = [key, picodollars, rank, model, agent, day]
     self._book(entry, 1)
     self._active[agent] = self._now
     if self.known is not None:
@@ -74,7 +76,7 @@ def usage(self, key, agent, model, pusd, known_model, out, day, ahead=None):
     if known_model is not True:  # not in the table as written (pricing._resolve)
         self._unlisted(model, known_model)
     if ahead is not None:
-        estimate.note(self.state, agent, key, pusd, out, ahead)
+        estimate.note(self.state, agent, key, picodollars, output, ahead)
     return True
 
 
@@ -92,13 +94,15 @@ def _unlisted(self, model, known_model):
 # -- requests the host bills but does not write as responses (compaction, side requests)
 
 
-def estimate_unwritten(self, key, model, pusd, day):
+def estimate_unwritten(self, key, model, picodollars, day):
     """Count an estimate for a billed request the transcript does not show (a compaction)."""
     side = self.state.setdefault("side", {"est": {}, "host": 0})
     if key in side["est"]:
         return
     side["est"][key] = model
-    self.usage("est:" + key, "main", model, pusd, True, 0, day)
+    self.usage(
+        "est:" + key, "main", model, picodollars=picodollars, known_model=True, output=0, day=day
+    )
 
 
 def reconcile(self, host_total, model, day):
@@ -111,12 +115,30 @@ def reconcile(self, host_total, model, day):
     side = self.state.setdefault("side", {"est": {}, "host": 0})
     stamp = time.time_ns() // 1000  # corrections must outrank every earlier one
     for key, estimated_model in side["est"].items():
-        self.usage("est:" + key, "main", estimated_model, 0, True, stamp, day)
+        self.usage(
+            "est:" + key,
+            "main",
+            estimated_model,
+            picodollars=0,
+            known_model=True,
+            output=0,
+            day=day,
+            rank=stamp,
+        )
     side["est"] = {}
     extra = max(0, host_total - (self.state["spend"]["total"] - side["host"]))
     if extra != side["host"]:
         side["host"] = extra
-        self.usage("side", "main", model, extra, True, stamp, day)
+        self.usage(
+            "side",
+            "main",
+            model,
+            picodollars=extra,
+            known_model=True,
+            output=0,
+            day=day,
+            rank=stamp,
+        )
 
 
 def remembers(self, key):
@@ -190,12 +212,12 @@ def _trim_recent(self):
 
 
 def _book(self, entry, sign):
-    _, pusd, _, model, agent, day = entry
-    pusd *= sign
+    _, picodollars, _, model, agent, day = entry
+    picodollars *= sign
     spend = self.state["spend"]
-    spend["total"] += pusd
+    spend["total"] += picodollars
     for totals, name in ((spend["model"], model), (spend["agent"], agent), (spend["day"], day)):
-        value = totals.get(name, 0) + pusd
+        value = totals.get(name, 0) + picodollars
         if value:
             totals[name] = value
         else:

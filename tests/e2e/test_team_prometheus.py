@@ -157,9 +157,9 @@ class Machine:
         for path in self.state_dir.glob("sessions/*/*.ledger"):
             latest = {}
             for line in path.read_text().splitlines():
-                key, pusd, _, _, _, day = json.loads(line)
-                latest[key] = (pusd, day)
-            total += sum(pusd for pusd, day in latest.values() if day == today())
+                key, picodollars, _, _, _, day = json.loads(line)
+                latest[key] = (picodollars, day)
+            total += sum(picodollars for picodollars, day in latest.values() if day == today())
         return total
 
     def cache(self) -> dict:

@@ -210,7 +210,7 @@ class Book:
         return self.pending
 
     def __getattr__(self, name):  # usage, result, estimate_unwritten, reconcile
-        return lambda *args: self.calls.append((name, *args))
+        return lambda *args, **kwargs: self.calls.append((name, *args, *kwargs.values()))
 
 
 class Plain(transcript._Reader):

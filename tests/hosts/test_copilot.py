@@ -362,9 +362,9 @@ def test_under_the_persons_key_tokens_are_priced_with_the_table():
     usage = {"model": "gpt-5-mini", "inputTokens": 3000, "cacheReadTokens": 1000}
     usage.update({"outputTokens": 200, "isByok": True, "cost": 0})
     pico = (2000 * 0.25 + 1000 * 0.025 + 200 * 2) * 1e6
-    model, pusd, known = copilot_events._price(usage)
+    model, picodollars, known = copilot_events._price(usage)
     assert (model, known) == ("gpt-5-mini", True)
-    assert pusd == round(pico)
+    assert picodollars == round(pico)
 
 
 def test_under_the_persons_key_the_next_request_is_estimated_from_its_tokens():
@@ -374,14 +374,14 @@ def test_under_the_persons_key_the_next_request_is_estimated_from_its_tokens():
 
     usage = {"model": "gpt-4.1", "inputTokens": 30000, "cacheReadTokens": 27000}
     usage.update({"outputTokens": 3000, "isByok": True, "cost": 0})
-    _, pusd, _ = copilot_events._price(usage)
+    _, picodollars, _ = copilot_events._price(usage)
     state = {}
-    estimate.note(state, "main", "r1", pusd, 3000, copilot_events._ahead(usage, "gpt-4.1"))
+    estimate.note(state, "main", "r1", picodollars, 3000, copilot_events._ahead(usage, "gpt-4.1"))
     # what this one read from the cache at $0.50, its fresh input and its output sent back at
     # $2, as much output again at $8 per MTok
     expected = 27000 * 0.5 + (3000 + 3000) * 2 + 3000 * 8
     assert estimate.next_cost(state, "main") == round(expected * 1e6)
-    assert estimate.next_cost(state, "main") > pusd
+    assert estimate.next_cost(state, "main") > picodollars
     charged = dict(usage, isByok=False, copilotUsage={"totalNanoAiu": 10**9})
     assert copilot_events._ahead(charged, "gpt-4.1") == estimate.LAST_COST  # GitHub's charge again
 

@@ -738,7 +738,15 @@ def test_ledger_lines_the_guard_did_not_write_are_ignored(tmp_path):
     """A line of the session's ledger (the guard's own file, which the agent can write to) that
     takes money away or cannot be summed is no entry: the rebuilt spend is the real lines'."""
     with ledger.Ledger(str(tmp_path), "claude", "s1") as book:
-        book.usage("m1", "main", "claude-sonnet-4-6", 5 * 10**12, True, 10, "2026-12-01")
+        book.usage(
+            "m1",
+            "main",
+            "claude-sonnet-4-6",
+            picodollars=5 * 10**12,
+            known_model=True,
+            output=10,
+            day="2026-12-01",
+        )
     path = tmp_path / "sessions" / "claude" / "s1.ledger"
     with path.open("ab") as handle:
         for amount in ("-5000000000000", "true", "1e300", "1" + "0" * 40, "1" + "0" * 5000):

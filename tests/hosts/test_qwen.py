@@ -344,8 +344,8 @@ def test_any_chat_line_is_read_or_skipped(raw):
         def waiting_for(self, raw):
             return True
 
-        def usage(self, key, agent, model, pusd, known, out, day):
-            assert isinstance(key, str) and isinstance(pusd, int) and pusd >= 0
+        def usage(self, key, agent, model, picodollars, known, out, day):
+            assert isinstance(key, str) and isinstance(picodollars, int) and picodollars >= 0
 
         def result(self, call_id, status, digest):
             assert status in ("ok", "fail", "guard", "reset")

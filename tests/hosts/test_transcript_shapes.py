@@ -340,8 +340,10 @@ def _priced_as_counted(model, tier, raw):
     inp = counted["input_tokens"]
     cached = min(counted["cached_input_tokens"], inp)
     written = min(counted["cache_write_input_tokens"], inp - cached)
-    pusd, _ = pricing.codex_pricer(model, tier)(inp, cached, written, counted["output_tokens"])
-    return pusd, counted["output_tokens"], model
+    picodollars, _ = pricing.codex_pricer(model, tier)(
+        inp, cached, written, counted["output_tokens"]
+    )
+    return picodollars, counted["output_tokens"], model
 
 
 @given(

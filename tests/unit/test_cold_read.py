@@ -134,10 +134,10 @@ class _Priced:
     def __getattr__(self, name):
         return getattr(self.book, name)
 
-    def usage(self, key, agent, model, pusd, known, out, day, ahead=None):
+    def usage(self, key, agent, model, *, ahead=None, **counted):
         if ahead is not None and ahead[2] is None:
             ahead = (ahead[0], ahead[1], pricing.token_pricer(model, True))
-        return self.book.usage(key, agent, model, pusd, known, out, day, ahead)
+        return self.book.usage(key, agent, model, ahead=ahead, **counted)
 
 
 class _Plain(_Reader):

@@ -548,9 +548,15 @@ def test_parked_responses_book_as_responses_kept_whole(tmp_path_factory, calls):
                 elif kind == "reread":
                     book.load_known()  # a transcript read again: the whole ledger looked up
                 else:
-                    pusd = 10**9 * (response + 1) + out
+                    picodollars = 10**9 * (response + 1) + out
                     book.usage(
-                        f"r{response}", f"a{response % (agent + 1)}", "m", pusd, True, out, "d"
+                        f"r{response}",
+                        f"a{response % (agent + 1)}",
+                        "m",
+                        picodollars=picodollars,
+                        known_model=True,
+                        output=out,
+                        day="d",
                     )
             state = book.state
             booked = state["spend"], recent_of(book), state["active"], state.get("side")
@@ -575,11 +581,11 @@ def test_a_parked_response_is_found_whatever_its_key(tmp_path):
     keys = ['a"b', "a\\", "é", "a", "a,", "[x", "side"] + [f"k{n}" for n in range(40)]
     with ledger.Ledger(str(tmp_path), "claude", "s") as book:
         for key in keys:
-            book.usage(key, key, "m", 1000, True, 1, "d")
+            book.usage(key, key, "m", picodollars=1000, known_model=True, output=1, day="d")
     with ledger.Ledger(str(tmp_path), "claude", "s") as book:
         assert book.state["parked"][0] == len(keys) - ledger.RECENT
         assert all(book.remembers(key) for key in keys)
         assert not any(book.remembers(key) for key in ("b", "k", "k4x", '"a"', "a\\\\"))
         for key in keys:  # a later row of each: corrected, not booked again
-            book.usage(key, key, "m", 2000, True, 2, "d")
+            book.usage(key, key, "m", picodollars=2000, known_model=True, output=2, day="d")
         assert book.state["spend"]["total"] == 2000 * len(keys)

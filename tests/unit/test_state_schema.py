@@ -23,7 +23,9 @@ SHAPES = [
 def test_a_saved_state_with_a_key_the_schema_does_not_name_fails(tmp_path):
     with ledger.Ledger(str(tmp_path), "claude", "s1") as book:
         book.agent("main")
-        book.usage("r1", "main", "m", 10**9, True, 5, "2026-12-01")
+        book.usage(
+            "r1", "main", "m", picodollars=10**9, known_model=True, output=5, day="2026-12-01"
+        )
     assert not state_schema.unnamed(book.state)
     for where in ("top", "agent", "nested"):
         book = ledger.Ledger(str(tmp_path), "claude", "s1")

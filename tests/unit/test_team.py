@@ -116,7 +116,15 @@ def book(state_dir, host, session_id, rows):
     """A session whose ledger holds rows of (key, USD, day)."""
     with ledger.Ledger(str(state_dir), host, session_id) as session:
         for key, amount, day in rows:
-            session.usage(key, "main", "m", round(amount * PICO), True, 1, day)
+            session.usage(
+                key,
+                "main",
+                "m",
+                picodollars=round(amount * PICO),
+                known_model=True,
+                output=1,
+                day=day,
+            )
         return session.state
 
 

@@ -155,16 +155,16 @@ def sync(book, call):
     """No session file holds spend or outcomes: a stop's tokens are booked as they arrive."""
     if call.event == END and isinstance(call.tool_input, dict):
         usage = call.tool_input["usage"]
-        pusd, known = price(call.model, usage)
+        picodollars, known = price(call.model, usage)
         book.usage(
             call.tool_input["key"],
             "main",
             call.model,
-            pusd,
-            known,
-            usage["output_tokens"],
-            local_day(None),
-            LAST_COST,
+            picodollars=picodollars,
+            known_model=known,
+            output=usage["output_tokens"],
+            day=local_day(None),
+            ahead=LAST_COST,
         )
     if ignored:
         say_ignored(book)

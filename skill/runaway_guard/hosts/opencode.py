@@ -331,20 +331,29 @@ def _step(book, agent, message_id, data, counted):
     provider = text(message.get("providerID")) or ""
     model_id = text(message.get("modelID")) or "unknown"
     model = f"{provider}/{model_id}" if provider else model_id
-    pusd, known = _pico(message.get("cost")), True
-    if not pusd and (fresh or read or written or output) and provider not in FREE_PROVIDERS:
-        pusd, known = _table_price(provider, model_id, fresh, read, written, output)
-    if counted != [pusd, output]:
+    picodollars, known = _pico(message.get("cost")), True
+    if not picodollars and (fresh or read or written or output) and provider not in FREE_PROVIDERS:
+        picodollars, known = _table_price(provider, model_id, fresh, read, written, output)
+    if counted != [picodollars, output]:
         if counted is not None and not book.remembers(message_id):
             book.load_known()  # counted while open, then left the recent responses
         day = _day(message.get("time"))
         # OpenCode writes a step's message before its request (chat.params sees it, cost 0):
         # only a priced step sets the next request's estimate, else that would be nothing
-        ahead = LAST_COST if pusd else None
-        book.usage(message_id, agent, model, pusd, known, output, day, ahead)
+        ahead = LAST_COST if picodollars else None
+        book.usage(
+            message_id,
+            agent,
+            model,
+            picodollars=picodollars,
+            known_model=known,
+            output=output,
+            day=day,
+            ahead=ahead,
+        )
     if _dict(message.get("time")).get("completed"):
         return True
-    return [pusd, output]
+    return [picodollars, output]
 
 
 def _day(times):

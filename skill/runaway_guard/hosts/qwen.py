@@ -177,7 +177,7 @@ class _Reader:
     """Turns one file's new lines into ledger entries."""
 
     def __init__(self, book, entry):
-        self.ledger = book
+        self.book = book
         self.entry = entry
         # The main file records every response, the subagents' included: a subagent's file
         # only tells the outcomes of calls still waited for.
@@ -190,7 +190,7 @@ class _Reader:
         """Each whole line of data[start:stop], as line() would take it, but a long line whose
         head names a record that cannot matter (tool results while no call waits, the model's
         own turns) is passed over unread, and a subagent's file while no call waits at all."""
-        if self.main or self.ledger.expecting():
+        if self.main or self.book.expecting():
             each_line(data, start, stop, self.line, self._passed_over)
 
     def _passed_over(self, data, start, end):
@@ -198,7 +198,7 @@ class _Reader:
             return False
         kind = head_types(data, start, end)[0]
         if kind == "tool_result":
-            return not self.ledger.expecting()
+            return not self.book.expecting()
         return kind is not None and kind != "system"
 
     def line(self, raw):
@@ -206,7 +206,7 @@ class _Reader:
             if not self.main:
                 return
             handler = self._response
-        elif self.ledger.expecting() and b'"tool_result"' in raw and self.ledger.waiting_for(raw):
+        elif self.book.expecting() and b'"tool_result"' in raw and self.book.waiting_for(raw):
             handler = self._result
         else:
             return
@@ -234,7 +234,7 @@ class _Reader:
         agent = event.get("subagent_id")
         agent = agent if isinstance(agent, str) and agent else "main"
         out = count(event.get("output_token_count"))
-        pusd, known = price(
+        picodollars, known = price(
             model,
             count(event.get("input_token_count")),
             count(event.get("cached_content_token_count")),
@@ -246,7 +246,16 @@ class _Reader:
             count(event.get("cached_content_token_count")),
             _pricer(model),
         )
-        self.ledger.usage(key, agent, model, pusd, known, out, day, ahead)
+        self.book.usage(
+            key,
+            agent,
+            model,
+            picodollars=picodollars,
+            known_model=known,
+            output=out,
+            day=day,
+            ahead=ahead,
+        )
 
     def _result(self, record):
         if record.get("type") != "tool_result":
@@ -255,4 +264,4 @@ class _Reader:
         call_id = result.get("callId") if isinstance(result, dict) else None
         status = recorded_status(record)
         if isinstance(call_id, str) and call_id and status:
-            self.ledger.result(call_id, status, None)
+            self.book.result(call_id, status, None)

@@ -100,11 +100,11 @@ def _month_day(spend_days, month, day):
     month_total = day_total = 0
     if isinstance(spend_days, dict):
         prefix = month + "-"
-        for name, pusd in spend_days.items():
-            if isinstance(pusd, int) and isinstance(name, str) and name.startswith(prefix):
-                month_total += pusd
+        for name, picodollars in spend_days.items():
+            if isinstance(picodollars, int) and isinstance(name, str) and name.startswith(prefix):
+                month_total += picodollars
                 if name == day:
-                    day_total = pusd
+                    day_total = picodollars
     return month_total, day_total
 
 

@@ -12,19 +12,19 @@ DAY_METRIC = "runaway_guard_day_spend_usd"
 PROJECT_METRIC = "runaway_guard_project_month_spend_usd"
 
 
-def usd_text(pusd):
+def usd_text(picodollars):
     """Picodollars as an exact decimal, for the text format."""
-    sign = "-" if pusd < 0 else ""
-    pusd = abs(pusd)
-    return f"{sign}{pusd // PICO}.{pusd % PICO:012d}"
+    sign = "-" if picodollars < 0 else ""
+    picodollars = abs(picodollars)
+    return f"{sign}{picodollars // PICO}.{picodollars % PICO:012d}"
 
 
-def exposition(month, day, month_pusd, day_pusd, projects=None):
+def exposition(month, day, month_picodollars, day_picodollars, projects=None):
     """The group's body in Prometheus' text format (the grouping labels come from the path);
     projects: {label: picodollars} of the month, for the projects a team labelled."""
     labelled = "".join(
-        f'{PROJECT_METRIC}{{month="{month}",project="{label}"}} {usd_text(pusd)}\n'
-        for label, pusd in sorted((projects or {}).items())
+        f'{PROJECT_METRIC}{{month="{month}",project="{label}"}} {usd_text(picodollars)}\n'
+        for label, picodollars in sorted((projects or {}).items())
     )
     if labelled:
         labelled = (
@@ -35,10 +35,10 @@ def exposition(month, day, month_pusd, day_pusd, projects=None):
     return labelled + (
         f"# HELP {MONTH_METRIC} This machine's runaway-guard ledger total for the month.\n"
         f"# TYPE {MONTH_METRIC} gauge\n"
-        f'{MONTH_METRIC}{{month="{month}"}} {usd_text(month_pusd)}\n'
+        f'{MONTH_METRIC}{{month="{month}"}} {usd_text(month_picodollars)}\n'
         f"# HELP {DAY_METRIC} This machine's runaway-guard ledger total for the day.\n"
         f"# TYPE {DAY_METRIC} gauge\n"
-        f'{DAY_METRIC}{{day="{day}"}} {usd_text(day_pusd)}\n'
+        f'{DAY_METRIC}{{day="{day}"}} {usd_text(day_picodollars)}\n'
     )
 
 

@@ -100,6 +100,6 @@ def _ledger_days(path):
     except OSError:
         return {}
     days = {}
-    for name, pusd in latest.values():
-        days[name] = days.get(name, 0) + pusd
+    for name, picodollars in latest.values():
+        days[name] = days.get(name, 0) + picodollars
     return days

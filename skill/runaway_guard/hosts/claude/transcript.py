@@ -90,7 +90,7 @@ class _Reader:
     """Turns one file's new lines into ledger entries."""
 
     def __init__(self, book, entry):
-        self.ledger = book
+        self.book = book
         self.entry = entry
         self.agent = entry["agent"]
         # The row of the response being read that has the most output so far: a response's
@@ -112,10 +112,10 @@ class _Reader:
     def flush(self):
         """Count the response held back, and estimate each agent's next request."""
         self._book()
-        for agent, (key, pusd, out, model, context, cached) in self.estimates.items():
+        for agent, (key, picodollars, out, model, context, cached) in self.estimates.items():
             # Noting the same response again changes nothing but the estimate it now makes.
             ahead = (context, cached, pricing.token_pricer(model, True))
-            estimate.note(self.ledger.state, agent, key, pusd, out, ahead)
+            estimate.note(self.book.state, agent, key, picodollars, out, ahead)
         self.estimates.clear()
 
     def _book(self):
@@ -128,13 +128,13 @@ class _Reader:
         self.held = self.shape = None
         key, out, agent, model, record, message = held
         price = pricing.claude_pricer(model)
-        pusd, known = price(message["usage"])
+        picodollars, known = price(message["usage"])
         paused = message.get("pausedResponses")
         if isinstance(paused, list):
             # Segments before a pause limit are billed on their own; the row's usage is the rest.
             for segment in paused:
                 if isinstance(segment, dict) and isinstance(segment.get("usage"), dict):
-                    pusd += price(segment["usage"])[0]
+                    picodollars += price(segment["usage"])[0]
         usage = message["usage"]
         cached = count(usage.get("cache_read_input_tokens")) + count(
             usage.get("cache_creation_input_tokens")
@@ -142,9 +142,18 @@ class _Reader:
         context = count(usage.get("input_tokens")) + cached
         day = local_day(record.get("timestamp"))
         # a file read again from its start (rewritten) brings answers text_loops has counted
-        counted = self.ledger.known is not None and key in self.ledger.known
-        if self.ledger.usage(key, agent, model, pusd, known, out, day, (context, cached, None)):
-            self.estimates[agent] = (key, pusd, out, model, context, cached)
+        counted = self.book.known is not None and key in self.book.known
+        if self.book.usage(
+            key,
+            agent,
+            model,
+            picodollars=picodollars,
+            known_model=known,
+            output=out,
+            day=day,
+            ahead=(context, cached, None),
+        ):
+            self.estimates[agent] = (key, picodollars, out, model, context, cached)
         if agent == "main":
             self.entry["model"] = model
         # Every row carries the response's stop reason (2.1.328 and later; a row written before
@@ -153,7 +162,7 @@ class _Reader:
         reason = message.get("stop_reason")
         if isinstance(reason, str) and not counted:
             said = None if reason == "tool_use" else "\n".join(self.said)
-            text_loops.note(self.ledger.state, agent, said, key)
+            text_loops.note(self.book.state, agent, said, key)
 
     def lines(self, data, start, stop):
         """Each whole line of data[start:stop], as line() would take it, but a long line
@@ -168,11 +177,11 @@ class _Reader:
         if key < 0:
             return False  # no type in the head (a response's row, an attachment)
         if data.startswith(b'"type":"user"', key, min(end, start + HEAD)):
-            return not self.ledger.expecting()  # a tool result, most of a session's bytes
+            return not self.book.expecting()  # a tool result, most of a session's bytes
         kind = head_types(data, start, end)[0]
         return kind is not None and (
             kind not in _COUNTED
-            or (kind == "user" and not self.ledger.expecting())
+            or (kind == "user" and not self.book.expecting())
             or (kind == "system" and data.find(b'"compact_boundary"', start, end) < 0)
         )
 
@@ -186,9 +195,9 @@ class _Reader:
         wanted = (
             usage_at >= 0
             or (
-                self.ledger.expecting()
+                self.book.expecting()
                 and raw.find(b'"tool_result"') >= 0
-                and self.ledger.waiting_for(raw)
+                and self.book.waiting_for(raw)
             )
             or raw.find(b'"compact_boundary"') >= 0
             or raw.find(b'"cost-state"') >= 0
@@ -312,8 +321,8 @@ class _Reader:
             "cache_read_input_tokens": count(meta.get("preTokens")),
             "output_tokens": count(meta.get("postTokens")),
         }
-        pusd = pricing.claude_cost(model, usage)[0]
-        self.ledger.estimate_unwritten(key, model, pusd, local_day(record.get("timestamp")))
+        picodollars = pricing.claude_cost(model, usage)[0]
+        self.book.estimate_unwritten(key, model, picodollars, local_day(record.get("timestamp")))
 
     def _cost_state(self, record):
         """Claude Code's own running total: written when it saves its cost ledger (each run's end,
@@ -323,7 +332,7 @@ class _Reader:
             return
         if 0 <= total < 1e9:
             model = self.entry.get("model") or "claude-opus"
-            self.ledger.reconcile(round(total * 10**12), model, local_day(record.get("timestamp")))
+            self.book.reconcile(round(total * 10**12), model, local_day(record.get("timestamp")))
 
     def _results(self, content):
         if not isinstance(content, list):
@@ -345,4 +354,4 @@ class _Reader:
                     status = "fail"
             else:
                 status = "ok"
-            self.ledger.result(tool_use_id, status, fingerprint(body))
+            self.book.result(tool_use_id, status, fingerprint(body))

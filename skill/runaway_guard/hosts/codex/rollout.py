@@ -159,8 +159,8 @@ def _passed_by_shape(data, start, end, expecting):
 
 
 class _Reader:
-    def __init__(self, ledger, entry, root_id, windows=None):
-        self.ledger = ledger
+    def __init__(self, book, entry, root_id, windows=None):
+        self.book = book
         self.entry = entry
         self.root_id = root_id
         self.windows = windows if windows is not None else [None]
@@ -179,12 +179,12 @@ class _Reader:
     def _passed_over(self, data, start, end):
         if end - start <= LONG:
             return False
-        passed = _passed_by_shape(data, start, end, self.ledger.expecting())
+        passed = _passed_by_shape(data, start, end, self.book.expecting())
         if passed is not None:
             return passed
         kind, inner = head_types(data, start, end, "payload")
         if kind == "response_item":
-            return not self.ledger.expecting() or (inner is not None and inner not in _OUTPUTS)
+            return not self.book.expecting() or (inner is not None and inner not in _OUTPUTS)
         return kind == "event_msg" and inner is not None and inner not in _EVENTS
 
     def line(self, raw):
@@ -204,7 +204,7 @@ class _Reader:
             if "thread" in self.entry:
                 return  # a fork's copy of its parent's meta
             handler = self._meta
-        elif self.ledger.expecting() and find(b"_output") >= 0 and self.ledger.waiting_for(raw):
+        elif self.book.expecting() and find(b"_output") >= 0 and self.book.waiting_for(raw):
             handler = self._output
         else:
             return
@@ -243,16 +243,16 @@ class _Reader:
             self.priced_as = (model, tier)
             self.pricer = pricing.codex_usage_pricer(model, tier)
             self.tokens_pricer = pricing.codex_pricer(model, tier)
-        pusd, known = self.pricer(usage)
-        self.ledger.usage(
+        picodollars, known = self.pricer(usage)
+        self.book.usage(
             key,
             self.entry["agent"],
             model,
-            pusd,
-            known,
-            count(usage.get("output_tokens")),
-            local_day(timestamp),
-            (
+            picodollars=picodollars,
+            known_model=known,
+            output=count(usage.get("output_tokens")),
+            day=local_day(timestamp),
+            ahead=(
                 count(usage.get("input_tokens")),
                 count(usage.get("cached_input_tokens"))
                 + count(usage.get("cache_write_input_tokens")),
@@ -300,4 +300,4 @@ class _Reader:
         if not isinstance(call_id, str):
             return
         status, digest = outcome(_output_text(payload.get("output")))
-        self.ledger.result(call_id, status, digest)
+        self.book.result(call_id, status, digest)

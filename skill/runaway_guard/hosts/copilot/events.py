@@ -235,10 +235,19 @@ class _Reader:
             return
         parent = usage.get("parentToolCallId")
         agent = parent if isinstance(parent, str) and parent else "main"
-        model, pusd, known = _price(usage)
+        model, picodollars, known = _price(usage)
         out = count(usage.get("outputTokens"))
         day = local_day(record.get("timestamp"))
-        self.book.usage(key, agent, model, pusd, known, out, day, _ahead(usage, model))
+        self.book.usage(
+            key,
+            agent,
+            model,
+            picodollars=picodollars,
+            known_model=known,
+            output=out,
+            day=day,
+            ahead=_ahead(usage, model),
+        )
 
     def _hook_start(self, record, data):
         hook_input = data.get("input")

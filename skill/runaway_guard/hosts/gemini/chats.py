@@ -77,7 +77,7 @@ class _Reader:
     """Turns one session file's new lines into ledger entries."""
 
     def __init__(self, book, entry, finished):
-        self.ledger = book
+        self.book = book
         self.entry = entry
         # (id, model, tokens, timestamp) of the response last priced: a message appended again
         # whole (its tool calls added) is not priced again.
@@ -97,7 +97,7 @@ class _Reader:
         calls read, where they are in data. data is read into again next: the outcomes of the
         calls finished are worked out (the texts the wires keep are copied out of it)."""
         each_line(data, start, stop, self.line, self._read_in_place)
-        _work_out(self.ledger, self.finished)
+        _work_out(self.book, self.finished)
 
     def _read_in_place(self, data, start, end):
         """Whether the line data[start:end] needs no more: $set and $rewindTo lines, long lines
@@ -171,11 +171,20 @@ class _Reader:
                 pricer = self.prices.get(model)
                 if pricer is None:
                     pricer = self.prices[model] = _pricers(model)
-                pusd, out = pricer[0](tokens)
+                picodollars, out = pricer[0](tokens)
                 day = local_day(stamp)
                 context = count(tokens.get("input")) + count(tokens.get("tool"))
                 ahead = (context, count(tokens.get("cached")), pricer[2])
-                self.ledger.usage(key, entry["agent"], model, pusd, pricer[1], out, day, ahead)
+                self.book.usage(
+                    key,
+                    entry["agent"],
+                    model,
+                    picodollars=picodollars,
+                    known_model=pricer[1],
+                    output=out,
+                    day=day,
+                    ahead=ahead,
+                )
         calls = record.get("toolCalls")
         if isinstance(calls, list):
             self._calls(calls)
@@ -221,7 +230,7 @@ class _Reader:
             finished = self.finished
             finished.append((tool_call, longs))
             if len(finished) >= _BATCH:
-                _work_out(self.ledger, finished)
+                _work_out(self.book, finished)
 
 
 def _work_out(book, finished):
