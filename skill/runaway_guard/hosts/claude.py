@@ -9,7 +9,7 @@ largest output count seen.
 
 import time
 
-from .. import estimate, fs, jsonio, pricing, text_loops
+from .. import claude_prices, estimate, fs, jsonio, text_loops
 from ..calls import (
     MODEL,
     NOT_JSON,
@@ -373,7 +373,7 @@ class _Reader:
         self._book()
         for agent, (key, pusd, out, model, context, cached) in self.estimates.items():
             # Noting the same response again changes nothing but the estimate it now makes.
-            ahead = (context, cached, pricing.token_pricer(model, True))
+            ahead = (context, cached, claude_prices.token_pricer(model, True))
             estimate.note(self.ledger.state, agent, key, pusd, out, ahead)
         self.estimates.clear()
 
@@ -386,7 +386,7 @@ class _Reader:
             return
         self.held = self.shape = None
         key, out, agent, model, record, message = held
-        price = pricing.claude_pricer(model)
+        price = claude_prices.claude_pricer(model)
         pusd, known = price(message["usage"])
         paused = message.get("pausedResponses")
         if isinstance(paused, list):
@@ -571,7 +571,7 @@ class _Reader:
             "cache_read_input_tokens": count(meta.get("preTokens")),
             "output_tokens": count(meta.get("postTokens")),
         }
-        pusd = pricing.claude_cost(model, usage)[0]
+        pusd = claude_prices.claude_cost(model, usage)[0]
         self.ledger.estimate_unwritten(key, model, pusd, local_day(record.get("timestamp")))
 
     def _cost_state(self, record):
