@@ -55,9 +55,9 @@ def estimate_errors(usages, priced=cost, read=None, price=None) -> list:
     """What the guard's estimate of each next response missed it by ($): the guard's own
     estimator, fed the responses one by one. read(usage) -> (context, cached) as the host's
     reader gives them (Claude Code's by default); price: the model's pricer."""
-    from runaway_guard import estimate, pricing
+    from runaway_guard import claude_prices, estimate
 
-    price = price or pricing.token_pricer("claude-sonnet-4-6", True)
+    price = price or claude_prices.token_pricer("claude-sonnet-4-6", True)
     state, errors = {}, []
     for key, u in enumerate(usages):
         if key:
@@ -183,12 +183,12 @@ def codex_cost(u) -> float:
 
 
 def codex_estimate_errors(usages) -> list:
-    from runaway_guard import pricing
+    from runaway_guard import openai_prices
 
     def read(u):
         return u["input_tokens"], u["cached_tokens"]
 
-    return estimate_errors(usages, codex_cost, read, pricing.codex_pricer("gpt-5.5"))
+    return estimate_errors(usages, codex_cost, read, openai_prices.codex_pricer("gpt-5.5"))
 
 
 @pytest.mark.parametrize(

@@ -128,9 +128,9 @@ def chat_usage(u) -> dict:
 
 
 def gpt_41_errors(usages, requests):
-    from runaway_guard import pricing
+    from runaway_guard import claude_prices
 
-    return token_errors(GPT_41, pricing.token_pricer("gpt-4.1", False), usages, requests)
+    return token_errors(GPT_41, claude_prices.token_pricer("gpt-4.1", False), usages, requests)
 
 
 @pytest.mark.parametrize("cap, first, grow, out", OPENAI_SCENARIOS)

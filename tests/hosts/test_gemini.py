@@ -9,7 +9,7 @@ import pytest
 from guard_env import ROOT, GuardEnv, followed_files, jsonl
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from runaway_guard import hosts, ledger, pricing, state_file, tail, wires
+from runaway_guard import calls, gemini_prices, hosts, ledger, state_file, tail, wires
 from runaway_guard.calls import MODEL, PROMPT, RESULT, TOOL, Call, fingerprint
 from runaway_guard.decisions import ASK, DENY, STOP, TELL
 from runaway_guard.hosts import _files, gemini
@@ -163,18 +163,18 @@ token_counts = st.one_of(
 @example("gemini-2.5-pro", {"input": 300_000, "cached": -1, "output": True, "thoughts": 2.5})
 def test_a_responses_price_is_its_tokens_at_the_tables_rates(model, tokens):
     """The reader's pricer (one per model) applies the table's rates as written: whatever a
-    record's tokens hold, a count that is not a non-negative number is 0 (pricing.count)."""
-    n = {key: pricing.count(tokens.get(key)) for key in ("input", "cached", "tool", "output")}
-    out = n["output"] + pricing.count(tokens.get("thoughts"))
+    record's tokens hold, a count that is not a non-negative number is 0 (calls.count)."""
+    n = {key: calls.count(tokens.get(key)) for key in ("input", "cached", "tool", "output")}
+    out = n["output"] + calls.count(tokens.get("thoughts"))
     entry = RATES["models"][model]
     long = entry.get("long_context")
     rates = long if long and n["input"] > long["above_prompt_tokens"] else entry
     pico = {key: round(rates[key] * 10**6) for key in ("input", "cached_input", "output")}
     cached = min(n["cached"], n["input"])
     cost = (n["input"] - cached + n["tool"]) * pico["input"] + cached * pico["cached_input"]
-    price, known = pricing.gemini_pricer(model)
+    price, known = gemini_prices.gemini_pricer(model)
     assert known and price(tokens) == (cost + out * pico["output"], out)
-    assert pricing.gemini_cost(model, tokens) == (cost + out * pico["output"], True)
+    assert gemini_prices.gemini_cost(model, tokens) == (cost + out * pico["output"], True)
 
 
 def test_subagent_spend_is_its_own_agents(tmp_path):
@@ -318,7 +318,7 @@ def turn(index, status="success", exit_code=None, stamp=None, call_id=None):
 
 
 HEADER = {"sessionId": "s", "startTime": "2026-12-01T00:00:00.000Z", "kind": "main"}
-ONE_RESPONSE = round(pricing.gemini_cost("gemini-2.5-flash", turn(0)[0]["tokens"])[0])
+ONE_RESPONSE = round(gemini_prices.gemini_cost("gemini-2.5-flash", turn(0)[0]["tokens"])[0])
 
 
 def sync_file(tmp, records, mode="a"):
@@ -964,7 +964,7 @@ def test_any_session_line_is_read_without_error(tmp_path_factory, data):
     assert line == "" or isinstance(json.loads(line), dict)
     with ledger.Ledger(str(env.state_dir), "gemini", "fuzz") as book:
         assert isinstance(book.state["spend"]["total"], int)
-    assert pricing.gemini_cost("gemini-2.5-flash", data.draw(json_values))[0] >= 0
+    assert gemini_prices.gemini_cost("gemini-2.5-flash", data.draw(json_values))[0] >= 0
 
 
 def test_a_legacy_file_past_its_limit_is_not_read(tmp_path, monkeypatch):

@@ -21,7 +21,17 @@ import pytest
 from guard_env import ROOT, fill, fuzz, tmpfs
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from runaway_guard import calls, hook, jsonio, ledger, log, pricing, state_file, tail
+from runaway_guard import (
+    calls,
+    claude_prices,
+    gemini_prices,
+    hook,
+    jsonio,
+    ledger,
+    log,
+    state_file,
+    tail,
+)
 from runaway_guard.hosts import copilot
 from runaway_guard.hosts.codex import rollout
 from runaway_guard.hosts.gemini import results as gemini_results
@@ -703,13 +713,15 @@ def test_a_count_from_outside_data(value, expected):
 def test_a_response_with_a_hostile_count_costs_what_its_other_counts_cost():
     """The choice: a count that is not one is worth nothing; the others still count."""
     plain = {"input_tokens": 1000, "output_tokens": 10}
-    expected = pricing.claude_cost("claude-sonnet-4-6", plain)[0]
+    expected = claude_prices.claude_cost("claude-sonnet-4-6", plain)[0]
     for hostile in (1e300, 10**4000, float("inf"), float("nan"), -5, True, "7", [1]):
         usage = dict(plain, cache_read_input_tokens=hostile)
-        assert pricing.claude_cost("claude-sonnet-4-6", usage)[0] == expected
+        assert claude_prices.claude_cost("claude-sonnet-4-6", usage)[0] == expected
         tokens = {"input": 1000, "output": 10, "cached": hostile, "thoughts": hostile}
-        gemini = pricing.gemini_cost("gemini-2.5-pro", tokens)[0]
-        assert gemini == pricing.gemini_cost("gemini-2.5-pro", {"input": 1000, "output": 10})[0]
+        gemini = gemini_prices.gemini_cost("gemini-2.5-pro", tokens)[0]
+        assert (
+            gemini == gemini_prices.gemini_cost("gemini-2.5-pro", {"input": 1000, "output": 10})[0]
+        )
 
 
 def test_a_value_nested_nearly_as_deep_as_the_parser_reads_is_hashed_deeper_down():

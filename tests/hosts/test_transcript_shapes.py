@@ -9,7 +9,7 @@ from claude_records import assistant, usage
 from guard_env import jsonl
 from hypothesis import given
 from hypothesis import strategies as st
-from runaway_guard import fs, jsonio, ledger, pricing
+from runaway_guard import fs, jsonio, ledger, openai_prices
 from runaway_guard.hosts import claude
 from runaway_guard.hosts.claude.transcript import _COUNTED, _Reader
 from runaway_guard.hosts.codex import rollout
@@ -340,7 +340,7 @@ def _priced_as_counted(model, tier, raw):
     inp = counted["input_tokens"]
     cached = min(counted["cached_input_tokens"], inp)
     written = min(counted["cache_write_input_tokens"], inp - cached)
-    picodollars, _ = pricing.codex_pricer(model, tier)(
+    picodollars, _ = openai_prices.codex_pricer(model, tier)(
         inp, cached, written, counted["output_tokens"]
     )
     return picodollars, counted["output_tokens"], model

@@ -1,7 +1,8 @@
 """A cold read prices and books tens of thousands of Claude Code responses (issue 31): its
-shortcuts, a model's rates looked up once and applied to the tokens alone (pricing.claude_pricer)
-and each agent's next request estimated once a read (transcript._Reader.flush), must give to the
-picodollar what pricing every response in full gives."""
+shortcuts, a model's rates looked up once and applied to the tokens alone
+(claude_prices.claude_pricer) and each agent's next request estimated once a read
+(transcript._Reader.flush), must give to the picodollar what pricing every response in full
+gives."""
 
 import itertools
 
@@ -10,7 +11,7 @@ from claude_records import assistant, usage
 from guard_env import fuzz, jsonl
 from hypothesis import given
 from hypothesis import strategies as st
-from runaway_guard import calls, ledger, pricing
+from runaway_guard import calls, claude_prices, ledger
 from runaway_guard.hosts import claude
 from runaway_guard.hosts.claude.transcript import _Reader
 from test_ledger import FakeCall, sync_once
@@ -66,10 +67,10 @@ def test_a_models_pricer_gives_what_claude_cost_does(model, used):
     """The same picodollars and the same model's standing, and the same values noted as passed
     over (calls.ignored), whatever the usage holds."""
     del calls.ignored[:]
-    expected = pricing.claude_cost(model, used)
+    expected = claude_prices.claude_cost(model, used)
     noted = list(calls.ignored)
     del calls.ignored[:]
-    assert pricing.claude_pricer(model)(used) == expected
+    assert claude_prices.claude_pricer(model)(used) == expected
     assert calls.ignored == noted
     del calls.ignored[:]
 
@@ -136,7 +137,7 @@ class _Priced:
 
     def usage(self, key, agent, model, *, ahead=None, **counted):
         if ahead is not None and ahead[2] is None:
-            ahead = (ahead[0], ahead[1], pricing.token_pricer(model, True))
+            ahead = (ahead[0], ahead[1], claude_prices.token_pricer(model, True))
         return self.book.usage(key, agent, model, ahead=ahead, **counted)
 
 

@@ -29,10 +29,10 @@ def claude_steps(guard_env, tmp_path, count, **env):
 
 
 def test_the_next_request_is_priced_from_the_last_ones_input_side():
-    from runaway_guard import pricing
+    from runaway_guard import claude_prices
 
     state = {}
-    price = pricing.token_pricer("claude-sonnet-4-6", True)
+    price = claude_prices.token_pricer("claude-sonnet-4-6", True)
     context = 3 + 2000 + 100_000
     estimate.note(state, "main", "m1", 0, 1000, (context, context - 3, price))
     assert abs(estimate.next_cost(state, "main") / 1e12 - NEXT_USD) < 1e-6

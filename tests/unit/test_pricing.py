@@ -20,9 +20,16 @@ from hypothesis import strategies as st
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "skill"))
 
-from runaway_guard import pricing, unlisted_models  # noqa: E402
+from runaway_guard import (  # noqa: E402
+    claude_prices,
+    gemini_prices,
+    openai_prices,
+    pricing,
+    unlisted_models,
+)
+from runaway_guard.claude_prices import claude_cost  # noqa: E402
 from runaway_guard.money import usd  # noqa: E402
-from runaway_guard.pricing import claude_cost, codex_cost  # noqa: E402
+from runaway_guard.openai_prices import codex_cost  # noqa: E402
 from runaway_guard.unlisted_models import normalize_model  # noqa: E402
 
 PRICES = json.loads((ROOT / "skill" / "runaway_guard" / "prices.json").read_text())
@@ -1006,8 +1013,8 @@ def test_token_pricer_is_the_cost_of_the_same_counts(model, rules, counts):
     inp, cached, written, out = counts
     cached = min(cached, inp)
     written = min(written, inp - cached)
-    price = pricing.token_pricer(model, rules)
-    assert pricing.token_pricer(model, rules) is price  # made once per model
+    price = claude_prices.token_pricer(model, rules)
+    assert claude_prices.token_pricer(model, rules) is price  # made once per model
     claude = rules
     if claude is None:
         claude = normalize_model(model).startswith("claude")
@@ -1104,12 +1111,14 @@ def test_an_id_is_priced_as_the_normalising_path_prices_it(model, counts):
     start cannot change, and each table's rates, looked up as written and without a date: the
     same as normalising every id (unlisted_models, and its `re`) gives."""
     claude = "claude" in model.lower() and normalize_model(model).startswith("claude")
-    assert pricing._names_claude(model) == claude
+    assert claude_prices._names_claude(model) == claude
     inp, cached, written, out = counts
     cached = min(cached, inp)
     written = min(written, inp - cached)
-    slow = pricing._claude_pricer(model) if claude else pricing.codex_pricer(model)
-    assert pricing.token_pricer(model)(inp, cached, written, out) == slow(inp, cached, written, out)
+    slow = claude_prices._claude_pricer(model) if claude else openai_prices.codex_pricer(model)
+    assert claude_prices.token_pricer(model)(inp, cached, written, out) == slow(
+        inp, cached, written, out
+    )
     for host in ("claude", "openai", "gemini"):
         table = pricing._load(host)
         prefix = host == "claude"
@@ -1122,7 +1131,7 @@ def test_an_id_is_priced_as_the_normalising_path_prices_it(model, counts):
 def test_a_call_reads_only_the_table_of_the_host_it_prices(monkeypatch):
     """Each host's part of the table is unmarshalled and built when first used."""
     monkeypatch.setattr(pricing, "_tables", None)
-    pricing.gemini_cost("gemini-2.5-pro", {"input": 1})
+    gemini_prices.gemini_cost("gemini-2.5-pro", {"input": 1})
     sections = pricing._tables[""]
     assert sorted(key for key, value in sections.items() if not isinstance(value, bytes)) == [
         "gemini"

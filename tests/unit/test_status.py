@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from claude_records import assistant, result, usage
 from guard_env import SKILL, GuardEnv, jsonl
-from runaway_guard import ledger, pricing, report, state_file
+from runaway_guard import claude_prices, ledger, openai_prices, report, state_file
 
 STATUS = SKILL / "status.py"
 OPUS = "claude-opus-4-6"
 BIG = {"inp": 100000, "out": 2000}  # $0.55 on Opus 4.6
-BIG_USD = pricing.claude_cost(OPUS, usage(**BIG))[0] / 1e12
+BIG_USD = claude_prices.claude_cost(OPUS, usage(**BIG))[0] / 1e12
 
 
 def now_iso():
@@ -179,7 +179,7 @@ class Codex:
 
     def cost(self, inp=100000, out=2000):
         use = {"input_tokens": inp, "cached_input_tokens": 0, "output_tokens": out}
-        return pricing.codex_cost(self.model, use, None)[0] / 1e12
+        return openai_prices.codex_cost(self.model, use, None)[0] / 1e12
 
     def call(self, command="ls", spend=True, **env):
         call_id = self.world.next_id("call_")
@@ -303,8 +303,8 @@ def test_claude_subagents_are_in_the_session(world):
     session.call("pytest -q", agent="a7f3")
     data = world.status_json(cwd=proj)
     expected_agent = (
-        pricing.claude_cost(OPUS, usage(inp=10000, out=100))[0]
-        + pricing.claude_cost(OPUS, usage(**BIG))[0]
+        claude_prices.claude_cost(OPUS, usage(inp=10000, out=100))[0]
+        + claude_prices.claude_cost(OPUS, usage(**BIG))[0]
     )
     assert data["by_agent"]["a7f3"] == pytest.approx(expected_agent / 1e12)
     assert data["by_agent"]["main"] == pytest.approx(BIG_USD)
@@ -343,8 +343,8 @@ def test_every_json_field(world):
     assert kind(answer) == "deny"  # three failures in a row, limit 3
 
     data = world.status_json(cwd=proj, **env)
-    zeta = pricing.claude_cost("claude-zeta-9", usage(inp=1000, out=10))[0]
-    total = 4 * pricing.claude_cost(OPUS, usage(**BIG))[0] + zeta
+    zeta = claude_prices.claude_cost("claude-zeta-9", usage(inp=1000, out=10))[0]
+    total = 4 * claude_prices.claude_cost(OPUS, usage(**BIG))[0] + zeta
     assert data["host"] == "claude"
     assert data["session_id"] == "s-json"
     assert data["cwd"] == str(proj)

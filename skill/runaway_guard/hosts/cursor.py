@@ -21,7 +21,7 @@ other projects recorded (tests/fixtures/cursor/README.md, with sources):
   `cache_write_tokens` and `model` (often "default", Auto): spend is seen one turn late.
 """
 
-from .. import jsonio, pricing
+from .. import claude_prices, jsonio, openai_prices
 from ..calls import END, RESULT, Call, count, fingerprint, ignored, tool_name
 from ..decisions import DENY
 from ..estimate import LAST_COST
@@ -181,7 +181,7 @@ def price(model, usage):
     dearest model of either table and reported as unpriced."""
     inp, out = usage["input_tokens"], usage["output_tokens"]
     read, write = usage["cache_read_tokens"], usage["cache_write_tokens"]
-    claude = pricing.claude_cost(
+    claude = claude_prices.claude_cost(
         model,
         {
             "input_tokens": inp,
@@ -192,7 +192,7 @@ def price(model, usage):
     )
     if "claude" in model.lower() and claude[1]:
         return claude
-    openai = pricing.codex_cost(
+    openai = openai_prices.codex_cost(
         model,
         {
             "input_tokens": inp + read + write,

@@ -369,10 +369,12 @@ def _table_price(provider, model_id, fresh, read, written, output):
     """(picodollars, known) of a step OpenCode did not price, by the table's Claude or OpenAI
     rules (OpenCode's input excludes cache reads and writes, its output excludes reasoning).
     The table is loaded only here: OpenCode prices almost every step itself."""
-    from .. import pricing
+    from .. import claude_prices
 
     claude = provider == "anthropic" or "claude" in model_id.lower()
-    return pricing.token_pricer(model_id, claude)(fresh + read + written, read, written, output)
+    return claude_prices.token_pricer(model_id, claude)(
+        fresh + read + written, read, written, output
+    )
 
 
 def _tool(book, data):

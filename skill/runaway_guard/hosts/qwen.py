@@ -18,7 +18,7 @@ Seen on 0.24.4 (tests/fixtures/qwen/README.md):
   the guard's own refusals and the person's interruptions apart.
 """
 
-from .. import fs, jsonio, pricing
+from .. import claude_prices, fs, jsonio
 from ..calls import MODEL, NOT_JSON, RESULT, Call, canonical, count, fingerprint, ignore, tool_name
 from ..decisions import ASK, DENY, REFUSAL_PREFIX, STOP
 from ..jsonio import head_types
@@ -140,7 +140,7 @@ def price(model, input_tokens, cached, output_tokens):
 
 def _pricer(model):
     # not normalize_model: `re` and its patterns cost a call as much as the interpreter's start
-    return pricing.token_pricer(model, "claude" in model.lower())
+    return claude_prices.token_pricer(model, "claude" in model.lower())
 
 
 def _reported_outcome(event, payload):

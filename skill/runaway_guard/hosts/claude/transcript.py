@@ -6,7 +6,7 @@ usage, the early ones with a placeholder output count: it is priced once, by mes
 largest output count seen.
 """
 
-from ... import estimate, jsonio, pricing, text_loops
+from ... import claude_prices, estimate, jsonio, text_loops
 from ...calls import NOT_JSON, count, fingerprint, ignore
 from ...decisions import REFUSAL_PREFIX
 from ...jsonio import HEAD, head_types, type_at
@@ -114,7 +114,7 @@ class _Reader:
         self._book()
         for agent, (key, picodollars, out, model, context, cached) in self.estimates.items():
             # Noting the same response again changes nothing but the estimate it now makes.
-            ahead = (context, cached, pricing.token_pricer(model, True))
+            ahead = (context, cached, claude_prices.token_pricer(model, True))
             estimate.note(self.book.state, agent, key, picodollars, out, ahead)
         self.estimates.clear()
 
@@ -127,7 +127,7 @@ class _Reader:
             return
         self.held = self.shape = None
         key, out, agent, model, record, message = held
-        price = pricing.claude_pricer(model)
+        price = claude_prices.claude_pricer(model)
         picodollars, known = price(message["usage"])
         paused = message.get("pausedResponses")
         if isinstance(paused, list):
@@ -321,7 +321,7 @@ class _Reader:
             "cache_read_input_tokens": count(meta.get("preTokens")),
             "output_tokens": count(meta.get("postTokens")),
         }
-        picodollars = pricing.claude_cost(model, usage)[0]
+        picodollars = claude_prices.claude_cost(model, usage)[0]
         self.book.estimate_unwritten(key, model, picodollars, local_day(record.get("timestamp")))
 
     def _cost_state(self, record):

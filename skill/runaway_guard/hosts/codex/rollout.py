@@ -4,7 +4,7 @@ tool call's outcome."""
 
 import time
 
-from ... import fs, jsonio, pricing
+from ... import fs, jsonio, openai_prices
 from ...calls import NOT_JSON, canonical, count, fingerprint, ignore
 from ...decisions import REFUSAL_PREFIX
 from ...jsonio import HEAD, head_types, type_at
@@ -164,7 +164,7 @@ class _Reader:
         self.entry = entry
         self.root_id = root_id
         self.windows = windows if windows is not None else [None]
-        # (model, tier), its pricing.codex_usage_pricer and codex_pricer (the next request's)
+        # (model, tier), its openai_prices.codex_usage_pricer and codex_pricer (the next request's)
         self.priced_as = self.pricer = self.tokens_pricer = None
 
     def __call__(self, raw):
@@ -241,8 +241,8 @@ class _Reader:
         tier = self.entry.get("tier")
         if self.priced_as != (model, tier):
             self.priced_as = (model, tier)
-            self.pricer = pricing.codex_usage_pricer(model, tier)
-            self.tokens_pricer = pricing.codex_pricer(model, tier)
+            self.pricer = openai_prices.codex_usage_pricer(model, tier)
+            self.tokens_pricer = openai_prices.codex_pricer(model, tier)
         picodollars, known = self.pricer(usage)
         self.book.usage(
             key,

@@ -2,7 +2,7 @@
 preToolUse's hook.start lists (pending until a hook claims one), each call's outcome, and the
 person's prompts and the answers without tool calls."""
 
-from ... import jsonio, pricing, text_loops
+from ... import claude_prices, jsonio, text_loops
 from ...calls import NOT_JSON, count, fingerprint, ignore
 from ...estimate import LAST_COST
 from .._files import local_day
@@ -40,7 +40,7 @@ def _price(usage):
     cached = min(count(usage.get("cacheReadTokens")), inp)
     written = min(count(usage.get("cacheWriteTokens")), inp - cached)
     out = count(usage.get("outputTokens"))
-    return (model, *pricing.token_pricer(model)(inp, cached, written, out))
+    return (model, *claude_prices.token_pricer(model)(inp, cached, written, out))
 
 
 def _charged(usage):
@@ -58,7 +58,7 @@ def _ahead(usage, model):
         return LAST_COST
     inp = count(usage.get("inputTokens"))
     cached = count(usage.get("cacheReadTokens")) + count(usage.get("cacheWriteTokens"))
-    return inp, min(cached, inp), pricing.token_pricer(model)
+    return inp, min(cached, inp), claude_prices.token_pricer(model)
 
 
 # Copilot writes each event's type first ({"type":"…","data":{…}…}): a line is judged by its

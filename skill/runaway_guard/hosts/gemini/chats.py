@@ -1,7 +1,7 @@
 """Reading Gemini CLI's chat files: each response priced once by its message id, and each
 finished tool call's outcome, worked out only for the last calls the wires keep."""
 
-from ... import agent_book, pricing
+from ... import agent_book, gemini_prices
 from ...calls import NOT_JSON, count, fingerprint, ignore, tool_name
 from ...jsonio import head_types
 from .._files import LONG, each_line, local_day
@@ -63,9 +63,9 @@ class _Later:
 
 
 def _pricers(model):
-    """(price, known, next_price): pricing.gemini_pricer's, and the same in OpenAI's shape for
+    """(price, known, next_price): gemini_prices.gemini_pricer's, and the same in OpenAI's shape for
     estimate.note (Gemini bills no cache writes: what is written is plain input)."""
-    price, known = pricing.gemini_pricer(model)
+    price, known = gemini_prices.gemini_pricer(model)
 
     def next_price(inp, cached, written, out):
         return price({"input": inp, "cached": cached, "output": out})[0], known
