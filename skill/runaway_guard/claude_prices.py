@@ -8,7 +8,7 @@ in OpenAI's shape by these rules or OpenAI's, for the hosts that serve both kind
 """
 
 from .calls import MOST, count
-from .openai_prices import codex_pricer
+from .openai_prices import openai_pricer
 from .pricing import _dict, _load, _plain, _resolve
 
 _ITERATION_KEYS = (
@@ -242,7 +242,7 @@ def token_pricer(model: str, claude_rules=None):
         claude = claude_rules
         if claude is None:
             claude = _names_claude(model)
-        price = _claude_pricer(model) if claude else codex_pricer(model)
+        price = _claude_pricer(model) if claude else openai_pricer(model)
         pricers[model, claude_rules] = price
     return price
 

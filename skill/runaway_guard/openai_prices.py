@@ -4,19 +4,19 @@ from .calls import count
 from .pricing import _dict, _load, _resolve
 
 
-def codex_cost(model: str, usage: dict, service_tier=None) -> tuple:
+def openai_cost(model: str, usage: dict, service_tier=None) -> tuple:
     """(picodollars, known) for one Codex response (``last_token_usage`` or a delta of totals).
 
     Codex counts cached and cache-written tokens inside ``input_tokens`` and reasoning inside
     ``output_tokens``, so only the uncached remainder is billed at the input rate.
     """
-    return codex_usage_pricer(model, service_tier)(usage)
+    return openai_usage_pricer(model, service_tier)(usage)
 
 
-def codex_usage_pricer(model: str, service_tier=None):
-    """price(usage) -> (picodollars, known): codex_cost of one model and tier, looked up once
+def openai_usage_pricer(model: str, service_tier=None):
+    """price(usage) -> (picodollars, known): openai_cost of one model and tier, looked up once
     (a first read prices thousands of responses)."""
-    price = codex_pricer(model, service_tier)
+    price = openai_pricer(model, service_tier)
 
     def priced(usage):
         usage = _dict(usage)
@@ -28,8 +28,8 @@ def codex_usage_pricer(model: str, service_tier=None):
     return priced
 
 
-def codex_pricer(model: str, service_tier=None):
-    """price(input, cached, written, output) -> (picodollars, known): codex_cost of one model
+def openai_pricer(model: str, service_tier=None):
+    """price(input, cached, written, output) -> (picodollars, known): openai_cost of one model
     and tier for counts already read (cached and written within input). A reader pricing
     thousands of responses looks the model up once."""
     rates, known = _resolve(_load("openai"), model, prefix_match=False)

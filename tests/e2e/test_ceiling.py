@@ -173,7 +173,7 @@ def codex_usages(steps, first, grow, out):
     ]
 
 
-def codex_cost(u) -> float:
+def openai_cost(u) -> float:
     cached = u["cached_tokens"]
     return (
         (u["input_tokens"] - cached) * CODEX_RATES["input"]
@@ -188,7 +188,7 @@ def codex_estimate_errors(usages) -> list:
     def read(u):
         return u["input_tokens"], u["cached_tokens"]
 
-    return estimate_errors(usages, codex_cost, read, openai_prices.codex_pricer("gpt-5.5"))
+    return estimate_errors(usages, openai_cost, read, openai_prices.openai_pricer("gpt-5.5"))
 
 
 @pytest.mark.parametrize(
@@ -211,7 +211,7 @@ def test_codex_ends_at_or_below_its_cap(tmp_path, cap, first, grow, out):
     errors = codex_estimate_errors(usages[: requests + 1])
     worst = report(f"Codex, {requests} responses", spent, cap, errors)
     assert spent <= cap + worst
-    if worst < min(codex_cost(u) for u in usages):
+    if worst < min(openai_cost(u) for u in usages):
         assert spent <= cap
     assert codex.status(run.thread_id)["blocked"]["wire"] == "session"
 
@@ -235,7 +235,7 @@ def test_codex_text_only_session_is_held_at_its_cap(tmp_path):
         resumed = [codex.run(f"Go on {n}.", resume=first.thread_id) for n in range(2)]
         requests = len(model.api_requests("openai"))
     served = codex_usages(requests + 1, 150_000, 30_000, 4_000)
-    spent = sum(codex_cost(u) for u in served[:requests])
+    spent = sum(openai_cost(u) for u in served[:requests])
     errors = codex_estimate_errors(served)
     worst = report(f"Codex text only, {requests} responses", spent, cap, errors)
     assert spent <= cap + worst

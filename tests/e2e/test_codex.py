@@ -133,7 +133,7 @@ def blocked_outputs(run) -> list:
     return out
 
 
-def codex_cost(usages) -> float:
+def openai_cost(usages) -> float:
     """OpenAI's rule (and ccusage's): input includes cached, output includes reasoning."""
     total = 0.0
     for u in usages:
@@ -208,7 +208,7 @@ def test_spend_cap_ends_the_run_of_a_model_that_ignores_refusals(tmp_path):
     assert status["blocked"]["wire"] == "session"
     assert "would cross the session spend cap" in status["blocked"]["reason"]
     served = [request["step"]["usage"] for request in requests]
-    assert status["spend_usd"] == pytest.approx(codex_cost(served), abs=1e-9)
+    assert status["spend_usd"] == pytest.approx(openai_cost(served), abs=1e-9)
     assert status["spend_usd"] <= cap  # a ceiling: before it, $2.40
 
 
@@ -331,7 +331,7 @@ def test_spend_parity_with_the_scripted_usage_and_ccusage(tmp_path):
         run = codex.run("List, delegate an echo, write and read a file.")
         served = [r["step"].get("usage") for r in model.api_requests("openai")]
     assert all(served), served
-    expected = codex_cost(root_usages + worker_usages)
+    expected = openai_cost(root_usages + worker_usages)
     assert sorted(map(json.dumps, served)) == sorted(
         map(json.dumps, root_usages + worker_usages)
     ), "the script was not served as written"
@@ -340,7 +340,7 @@ def test_spend_parity_with_the_scripted_usage_and_ccusage(tmp_path):
     print(json.dumps({"expected": expected, "status": status["spend_usd"]}))
     assert status["spend_usd"] == pytest.approx(expected, abs=1e-6)
     assert len(status["by_agent"]) == 2
-    assert status["by_agent"]["main"] == pytest.approx(codex_cost(root_usages), abs=1e-6)
+    assert status["by_agent"]["main"] == pytest.approx(openai_cost(root_usages), abs=1e-6)
     assert status["unpriced_models"] == []
 
     ccusage = shutil.which("ccusage") or (str(CCUSAGE) if CCUSAGE.exists() else None)

@@ -340,7 +340,7 @@ def _priced_as_counted(model, tier, raw):
     inp = counted["input_tokens"]
     cached = min(counted["cached_input_tokens"], inp)
     written = min(counted["cache_write_input_tokens"], inp - cached)
-    picodollars, _ = openai_prices.codex_pricer(model, tier)(
+    picodollars, _ = openai_prices.openai_pricer(model, tier)(
         inp, cached, written, counted["output_tokens"]
     )
     return picodollars, counted["output_tokens"], model

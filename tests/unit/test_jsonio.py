@@ -57,7 +57,7 @@ def test_the_hook_imports_neither_json_nor_re():
         "import sys; sys.path.insert(0, sys.argv[1]);"
         "from runaway_guard import claude_prices, hook, openai_prices;"
         "claude_prices.claude_cost('claude-opus-4-8', {'input_tokens': 1});"
-        "openai_prices.codex_cost('gpt-5.5', {'input_tokens': 1});"
+        "openai_prices.openai_cost('gpt-5.5', {'input_tokens': 1});"
         "print(sorted({'json', 're'} & set(sys.modules)))"
     )
     out = subprocess.run(

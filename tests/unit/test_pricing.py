@@ -29,7 +29,7 @@ from runaway_guard import (  # noqa: E402
 )
 from runaway_guard.claude_prices import claude_cost  # noqa: E402
 from runaway_guard.money import usd  # noqa: E402
-from runaway_guard.openai_prices import codex_cost  # noqa: E402
+from runaway_guard.openai_prices import openai_cost  # noqa: E402
 from runaway_guard.unlisted_models import normalize_model  # noqa: E402
 
 PRICES = json.loads((ROOT / "skill" / "runaway_guard" / "prices.json").read_text())
@@ -99,8 +99,8 @@ def test_ccusage_codex_session():
     # B.3: two token_count events of gpt-5.1-codex-max, ccusage costUSD 0.1725.
     first = {"input_tokens": 50000, "cached_input_tokens": 10000, "output_tokens": 5000}
     second = {"input_tokens": 70000, "cached_input_tokens": 50000, "output_tokens": 4000}
-    a, _ = codex_cost("gpt-5.1-codex-max", first)
-    b, _ = codex_cost("gpt-5.1-codex-max", second)
+    a, _ = openai_cost("gpt-5.1-codex-max", first)
+    b, _ = openai_cost("gpt-5.1-codex-max", second)
     assert a == mtok(1.25, 40000) + mtok(0.125, 10000) + mtok(10, 5000)
     assert a + b == pico(0.1725)
 
@@ -113,20 +113,20 @@ def test_ccusage_codex_cache_write():
         "cache_write_input_tokens": 30000,
         "output_tokens": 1000,
     }
-    assert codex_cost("gpt-5.6-sol", usage) == (pico(0.378), True)
+    assert openai_cost("gpt-5.6-sol", usage) == (pico(0.378), True)
 
 
 def test_ccusage_codex_long_context_whole_request():
     # B.1: 400K input on gpt-5.4 = $2.00 (all of it at $5).
-    assert codex_cost("gpt-5.4", {"input_tokens": 400000}) == (pico(2.0), True)
+    assert openai_cost("gpt-5.4", {"input_tokens": 400000}) == (pico(2.0), True)
 
 
 def test_ccusage_codex_priority():
     # B.1: gpt-5.5 with priority = 2.5x.
     usage = {"input_tokens": 100000, "cached_input_tokens": 40000, "output_tokens": 3000}
-    standard, _ = codex_cost("gpt-5.5", usage)
-    assert codex_cost("gpt-5.5", usage, "priority")[0] * 2 == standard * 5
-    assert codex_cost("gpt-5.5", usage, "fast") == codex_cost("gpt-5.5", usage, "priority")
+    standard, _ = openai_cost("gpt-5.5", usage)
+    assert openai_cost("gpt-5.5", usage, "priority")[0] * 2 == standard * 5
+    assert openai_cost("gpt-5.5", usage, "fast") == openai_cost("gpt-5.5", usage, "priority")
 
 
 def test_ccusage_fast_mode_multipliers():
@@ -474,59 +474,59 @@ def test_malformed_usage_counts_as_zero():
 
 def test_codex_no_cache_write_price_means_input_price():
     usage = {"input_tokens": 1000, "cache_write_input_tokens": 400, "output_tokens": 10}
-    assert codex_cost("gpt-5.4", usage) == (mtok(2.5, 1000) + mtok(15, 10), True)
+    assert openai_cost("gpt-5.4", usage) == (mtok(2.5, 1000) + mtok(15, 10), True)
 
 
 def test_codex_cached_is_capped_at_input():
     usage = {"input_tokens": 100, "cached_input_tokens": 500, "cache_write_input_tokens": 50}
-    assert codex_cost("gpt-5", usage) == (mtok(0.125, 100), True)
+    assert openai_cost("gpt-5", usage) == (mtok(0.125, 100), True)
 
 
 def test_codex_long_context_threshold_is_strict_and_on_input_only():
     at = {"input_tokens": 272000, "cached_input_tokens": 72000, "output_tokens": 1000}
-    assert codex_cost("gpt-5.5", at)[0] == mtok(5, 200000) + mtok(0.5, 72000) + mtok(30, 1000)
+    assert openai_cost("gpt-5.5", at)[0] == mtok(5, 200000) + mtok(0.5, 72000) + mtok(30, 1000)
     above = dict(at, input_tokens=272001)
-    assert codex_cost("gpt-5.5", above)[0] == (mtok(10, 200001) + mtok(1, 72000) + mtok(45, 1000))
+    assert openai_cost("gpt-5.5", above)[0] == (mtok(10, 200001) + mtok(1, 72000) + mtok(45, 1000))
 
 
 def test_codex_priority_above_long_context():
     usage = {"input_tokens": 300000, "cached_input_tokens": 100000, "output_tokens": 1000}
     # gpt-5.4 priority 5/0.5/30, long context 2x input and cached, 1.5x output.
-    assert codex_cost("gpt-5.4", usage, "priority")[0] == (
+    assert openai_cost("gpt-5.4", usage, "priority")[0] == (
         mtok(10, 200000) + mtok(1, 100000) + mtok(45, 1000)
     )
 
 
 def test_codex_priority_write_scales_like_input():
     usage = {"input_tokens": 1000, "cache_write_input_tokens": 1000}
-    assert codex_cost("gpt-5.6-sol", usage, "priority")[0] == mtok(10, 1000)
+    assert openai_cost("gpt-5.6-sol", usage, "priority")[0] == mtok(10, 1000)
 
 
 def test_codex_priority_without_priority_rates_is_double():
     usage = {"input_tokens": 1000, "output_tokens": 100}
-    standard, _ = codex_cost("gpt-5.1-codex", usage)
-    assert codex_cost("gpt-5.1-codex", usage, "priority")[0] == 2 * standard
-    assert codex_cost("gpt-5.1-codex", usage, "flex")[0] == standard
-    assert codex_cost("gpt-5.1-codex", usage, 7)[0] == standard
+    standard, _ = openai_cost("gpt-5.1-codex", usage)
+    assert openai_cost("gpt-5.1-codex", usage, "priority")[0] == 2 * standard
+    assert openai_cost("gpt-5.1-codex", usage, "flex")[0] == standard
+    assert openai_cost("gpt-5.1-codex", usage, 7)[0] == standard
 
 
 def test_codex_model_spellings():
     usage = {"input_tokens": 1000}
-    assert codex_cost("gpt-5-2025-08-07", usage) == codex_cost("gpt-5", usage)
-    assert codex_cost("openai/gpt-5.4", usage) == (codex_cost("gpt-5.4", usage)[0], "gpt-5.4")
-    assert codex_cost("gpt-5.3-codex-spark", usage) == codex_cost("gpt-5.3-codex", usage)
-    assert codex_cost("gpt-5.6", usage) == codex_cost("gpt-5.6-sol", usage)
+    assert openai_cost("gpt-5-2025-08-07", usage) == openai_cost("gpt-5", usage)
+    assert openai_cost("openai/gpt-5.4", usage) == (openai_cost("gpt-5.4", usage)[0], "gpt-5.4")
+    assert openai_cost("gpt-5.3-codex-spark", usage) == openai_cost("gpt-5.3-codex", usage)
+    assert openai_cost("gpt-5.6", usage) == openai_cost("gpt-5.6-sol", usage)
     # No prefix matching for OpenAI: gpt-5-pro is not gpt-5.
-    assert codex_cost("gpt-5-pro", usage)[1] is False
+    assert openai_cost("gpt-5-pro", usage)[1] is False
 
 
 def test_codex_unknown_models():
     usage = {"input_tokens": 1000, "output_tokens": 1000}
     # Dearest gpt: gpt-6-astra 10/50.
-    assert codex_cost("gpt-7-nova", usage) == (mtok(10, 1000) + mtok(50, 1000), False)
-    assert codex_cost("o9", usage) == (mtok(2, 1000) + mtok(8, 1000), False)
-    assert codex_cost("codex-auto-review", usage)[1] is False
-    assert codex_cost(None, None) == (0, False)
+    assert openai_cost("gpt-7-nova", usage) == (mtok(10, 1000) + mtok(50, 1000), False)
+    assert openai_cost("o9", usage) == (mtok(2, 1000) + mtok(8, 1000), False)
+    assert openai_cost("codex-auto-review", usage)[1] is False
+    assert openai_cost(None, None) == (0, False)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -778,7 +778,7 @@ model_names = (
     model=model_names, usage=usage_dicts, tier=json_values | st.sampled_from(["priority", "fast"])
 )
 def test_never_raises_never_negative(model, usage, tier):
-    for cost, known in (claude_cost(model, usage), codex_cost(model, usage, tier)):
+    for cost, known in (claude_cost(model, usage), openai_cost(model, usage, tier)):
         assert isinstance(cost, int) and cost >= 0
         assert isinstance(known, bool)
 
@@ -869,8 +869,8 @@ def build_codex_usage(parts):
     tier=st.sampled_from([None, "priority", "flex"]),
 )
 def test_codex_monotone_in_each_count(model, parts, field, more, tier):
-    before, _ = codex_cost(model, build_codex_usage(parts), tier)
-    after, _ = codex_cost(
+    before, _ = openai_cost(model, build_codex_usage(parts), tier)
+    after, _ = openai_cost(
         model, build_codex_usage(dict(parts, **{field: parts[field] + more})), tier
     )
     assert after >= before
@@ -912,12 +912,12 @@ def test_unknown_claude_model_never_cheaper_than_its_family(family, parts):
 )
 def test_unknown_openai_model_never_cheaper_than_its_family(family, parts, tier):
     usage = build_codex_usage(parts)
-    ceiling, known = codex_cost(OPENAI_UNKNOWN[family], usage, tier)
+    ceiling, known = openai_cost(OPENAI_UNKNOWN[family], usage, tier)
     assert not known
     for member in family_members("openai", family):
-        assert ceiling >= codex_cost(member, usage, tier)[0], member
-    anything, _ = codex_cost("mystery-model", usage, tier)
-    assert all(anything >= codex_cost(key, usage, tier)[0] for key in OPENAI)
+        assert ceiling >= openai_cost(member, usage, tier)[0], member
+    anything, _ = openai_cost("mystery-model", usage, tier)
+    assert all(anything >= openai_cost(key, usage, tier)[0] for key in OPENAI)
 
 
 def test_usd():
@@ -940,7 +940,7 @@ def test_table_loads_lazily_and_once(monkeypatch):
     claude_cost("claude-opus-4-5", {"input_tokens": 1})
     assert 1 <= len(opened) <= 2  # its marshalled copy, or the JSON when the copy is stale
     first = len(opened)
-    codex_cost("gpt-5", {"input_tokens": 1})
+    openai_cost("gpt-5", {"input_tokens": 1})
     assert len(opened) == first
 
 
@@ -1033,7 +1033,7 @@ def test_token_pricer_is_the_cost_of_the_same_counts(model, rules, counts):
             "cache_write_input_tokens": written,
             "output_tokens": out,
         }
-        expected = codex_cost(model, usage)
+        expected = openai_cost(model, usage)
     assert price(inp, cached, written, out) == expected
 
 
@@ -1115,7 +1115,7 @@ def test_an_id_is_priced_as_the_normalising_path_prices_it(model, counts):
     inp, cached, written, out = counts
     cached = min(cached, inp)
     written = min(written, inp - cached)
-    slow = claude_prices._claude_pricer(model) if claude else openai_prices.codex_pricer(model)
+    slow = claude_prices._claude_pricer(model) if claude else openai_prices.openai_pricer(model)
     assert claude_prices.token_pricer(model)(inp, cached, written, out) == slow(
         inp, cached, written, out
     )
@@ -1137,5 +1137,5 @@ def test_a_call_reads_only_the_table_of_the_host_it_prices(monkeypatch):
         "gemini"
     ]
     assert sorted(pricing._tables) == ["", "gemini"]
-    codex_cost("gpt-5", {"input_tokens": 1})
+    openai_cost("gpt-5", {"input_tokens": 1})
     assert sorted(pricing._tables) == ["", "gemini", "openai"]

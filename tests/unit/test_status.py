@@ -179,7 +179,7 @@ class Codex:
 
     def cost(self, inp=100000, out=2000):
         use = {"input_tokens": inp, "cached_input_tokens": 0, "output_tokens": out}
-        return openai_prices.codex_cost(self.model, use, None)[0] / 1e12
+        return openai_prices.openai_cost(self.model, use, None)[0] / 1e12
 
     def call(self, command="ls", spend=True, **env):
         call_id = self.world.next_id("call_")

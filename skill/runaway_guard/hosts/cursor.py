@@ -192,7 +192,7 @@ def price(model, usage):
     )
     if "claude" in model.lower() and claude[1]:
         return claude
-    openai = openai_prices.codex_cost(
+    openai = openai_prices.openai_cost(
         model,
         {
             "input_tokens": inp + read + write,

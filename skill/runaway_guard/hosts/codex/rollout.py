@@ -164,7 +164,7 @@ class _Reader:
         self.entry = entry
         self.root_id = root_id
         self.windows = windows if windows is not None else [None]
-        # (model, tier), its openai_prices.codex_usage_pricer and codex_pricer (the next request's)
+        # (model, tier), its openai_usage_pricer and openai_pricer (the next request's)
         self.priced_as = self.pricer = self.tokens_pricer = None
 
     def __call__(self, raw):
@@ -241,8 +241,8 @@ class _Reader:
         tier = self.entry.get("tier")
         if self.priced_as != (model, tier):
             self.priced_as = (model, tier)
-            self.pricer = openai_prices.codex_usage_pricer(model, tier)
-            self.tokens_pricer = openai_prices.codex_pricer(model, tier)
+            self.pricer = openai_prices.openai_usage_pricer(model, tier)
+            self.tokens_pricer = openai_prices.openai_pricer(model, tier)
         picodollars, known = self.pricer(usage)
         self.book.usage(
             key,
