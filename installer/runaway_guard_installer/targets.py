@@ -35,10 +35,11 @@ def home_dir(env: Mapping[str, str]) -> Path:
 
 
 def host_home(spec: dict[str, Any], env: Mapping[str, str]) -> Path:
-    """The host's user folder: its variable, else its default under HOME (then a subfolder)."""
-    variable, default, *sub = spec["home"]
-    base = env.get(variable) or str(home_dir(env) / default)
-    return Path(os.path.abspath(os.path.expanduser(base)), *sub)
+    """The host's user folder: its variable, else its default under HOME (then its subfolder,
+    where the variable names a folder shared with others, as XDG_CONFIG_HOME)."""
+    home = spec["home"]
+    base = env.get(home["variable"]) or str(home_dir(env) / home["default"])
+    return Path(os.path.abspath(os.path.expanduser(base)), home.get("subfolder", ""))
 
 
 def find_project_root(start: Path) -> Path:
@@ -84,7 +85,8 @@ def found_on_machine(host: ModuleType, env: Mapping[str, str]) -> bool:
     spec = host.INSTALL
     # A variable of the host's own (CODEX_HOME) says it is used; a shared one (XDG_CONFIG_HOME,
     # with the host's subfolder under it) does not.
-    own_variable = len(spec["home"]) == 2 and env.get(spec["home"][0])
+    home = spec["home"]
+    own_variable = "subfolder" not in home and env.get(home["variable"])
     if own_variable or host_home(spec, env).is_dir():
         return True
     return any(which(binary, env) for binary in spec.get("binaries", ()))

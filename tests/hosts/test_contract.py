@@ -121,7 +121,9 @@ def test_one_call_imports_only_its_own_host_module(name, tmp_path):
 @pytest.mark.parametrize("name", [n for n in hosts.NAMES if hosts.load(n).INSTALL])
 def test_install_facts_are_data_the_installer_reads(name):
     spec = hosts.load(name).INSTALL
-    assert isinstance(spec["home"][0], str) and isinstance(spec["home"][1], str)
+    home = spec["home"]
+    assert set(home) <= {"variable", "default", "subfolder"}
+    assert all(isinstance(home[key], str) for key in home) and {"variable", "default"} <= set(home)
     for scope in ("user", "project"):
         assert set(spec[scope]) == {"settings", "skills"}
     assert spec["after_install"] and isinstance(spec["after_uninstall"], str)

@@ -94,7 +94,7 @@ def test_the_installers_table_gives_each_hosts_files():
     assert sorted(by_label) == sorted(module.LABEL for module in MODULES.values())
     for module in MODULES.values():
         install, row = module.INSTALL, by_label[module.LABEL]
-        variable = install["home"][0]
+        variable = install["home"]["variable"]
         assert not variable or f"${variable}" in row[1], module.NAME
         assert row[2] == f"``{install['user']['settings']}``", module.NAME
         assert row[3] == f"``{install['project']['settings']}``", module.NAME

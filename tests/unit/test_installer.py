@@ -108,8 +108,8 @@ def settings_path(host: str, scope: str, home: Path, project: Path) -> Path:
 
 def user_folder(host: str, home: Path) -> Path:
     """The host's user folder under HOME (its own variable unset), from its INSTALL data."""
-    _variable, default, *sub = hosts.load(host).INSTALL["home"]
-    return home.joinpath(default, *sub)
+    folder = hosts.load(host).INSTALL["home"]
+    return home.joinpath(folder["default"], folder.get("subfolder", ""))
 
 
 def user_settings(host: str, home: Path) -> Path:

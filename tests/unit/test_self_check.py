@@ -301,7 +301,7 @@ def test_each_host_has_a_self_check_payload_of_its_own(name):
 @pytest.mark.parametrize("name", [n for n in hosts.NAMES if hosts.load(n).INSTALL])
 def test_the_reinstall_hint_names_the_host_the_skill_is_installed_for(name):
     spec = hosts.load(name).INSTALL
-    _, *home = spec["home"]
+    home = (spec["home"]["default"], spec["home"].get("subfolder", ""))
     user = "/h/" + "/".join(part for part in home if part) + "/" + spec["user"]["skills"]
     project = "/work/proj/" + spec["project"]["skills"]
     for skills in (user, project):

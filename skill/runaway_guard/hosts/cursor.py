@@ -46,7 +46,7 @@ TOOLS = {
 _EVENTS = ("preToolUse", "postToolUse", "postToolUseFailure", "stop")
 INSTALL = {
     # Cursor reads no variable for its folder: always ~/.cursor.
-    "home": ("", ".cursor"),
+    "home": {"variable": "", "default": ".cursor"},
     "user": {"settings": "hooks.json", "skills": "skills"},
     "project": {"settings": ".cursor/hooks.json", "skills": ".cursor/skills"},
     "binaries": ("cursor-agent", "cursor"),

@@ -56,7 +56,7 @@ TOOLS = {
 }
 
 INSTALL = {
-    "home": ("XDG_CONFIG_HOME", ".config", "opencode"),
+    "home": {"variable": "XDG_CONFIG_HOME", "default": ".config", "subfolder": "opencode"},
     "user": {"settings": "plugin/runaway-guard.js", "skills": "skills"},
     "project": {"settings": ".opencode/plugin/runaway-guard.js", "skills": ".opencode/skills"},
     "entry": {"kind": "owned-file", "template_file": "hosts/opencode_plugin.js"},

@@ -38,7 +38,7 @@ TOOLS = {
 }
 
 INSTALL = {
-    "home": ("QWEN_HOME", ".qwen"),
+    "home": {"variable": "QWEN_HOME", "default": ".qwen"},
     "user": {"settings": "settings.json", "skills": "skills"},
     "project": {"settings": ".qwen/settings.json", "skills": ".qwen/skills"},
     "binaries": ("qwen",),

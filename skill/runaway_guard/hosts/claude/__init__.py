@@ -29,7 +29,7 @@ WRITES_CALLS = True
 SUBAGENT_END_WAIT_S = 0.3
 
 INSTALL = {
-    "home": ("CLAUDE_CONFIG_DIR", ".claude"),
+    "home": {"variable": "CLAUDE_CONFIG_DIR", "default": ".claude"},
     "user": {"settings": "settings.json", "skills": "skills"},
     "project": {"settings": ".claude/settings.local.json", "skills": ".claude/skills"},
     "binaries": ("claude",),

@@ -40,7 +40,7 @@ TOOLS = {
 }
 
 INSTALL = {
-    "home": ("CODEX_HOME", ".codex"),
+    "home": {"variable": "CODEX_HOME", "default": ".codex"},
     "user": {"settings": "hooks.json", "skills": "skills"},
     "project": {"settings": ".codex/hooks.json", "skills": ".agents/skills"},
     "binaries": ("codex",),

@@ -56,7 +56,7 @@ TOOLS = {
 }
 
 INSTALL = {
-    "home": ("COPILOT_HOME", ".copilot"),
+    "home": {"variable": "COPILOT_HOME", "default": ".copilot"},
     # A hook file the guard owns (hooks/*.json are all loaded): written whole, deleted on
     # uninstall. Skills: Copilot lists ~/.copilot/skills and a project's .github/skills.
     "user": {"settings": "hooks/runaway-guard.json", "skills": "skills"},

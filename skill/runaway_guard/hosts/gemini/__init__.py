@@ -46,7 +46,7 @@ OWN_CALL_KEYS = True
 
 INSTALL = {
     # GEMINI_CLI_HOME replaces the home folder: settings in $GEMINI_CLI_HOME/.gemini/.
-    "home": ("GEMINI_CLI_HOME", "", ".gemini"),
+    "home": {"variable": "GEMINI_CLI_HOME", "default": "", "subfolder": ".gemini"},
     "user": {"settings": "settings.json", "skills": "skills"},
     "project": {"settings": ".gemini/settings.json", "skills": ".gemini/skills"},
     "binaries": ("gemini",),
