@@ -1,8 +1,8 @@
 """Decisions, weakest first: what the guard wants the host to do with a call.
 
-A decision is a dict: {"kind": TELL|DENY|ASK|STOP, "wire": name, "model": text for the model,
-"person": text for the person}. Each host answers only some kinds (its RUNGS); `fit` turns a
-decision into the strongest one the host can express.
+A decision is a dict: {"kind": TELL|DENY|ASK|STOP, "wire": name, "model_text": what the model
+is told, "person_text": what the person is told}. Each host answers only some kinds (its
+RUNGS); `fit` turns a decision into the strongest one the host can express.
 """
 
 TELL, DENY, ASK, STOP = "tell", "deny", "ask", "stop"

@@ -294,7 +294,7 @@ def _blocked(decision, call):
         "wire": decision["wire"],
         "kind": decision["kind"],
         "agent": call.agent,
-        "reason": decision.get("person") or decision["model"],
+        "reason": decision.get("person_text") or decision["model_text"],
         "at": time.time(),
     }
 
@@ -318,7 +318,9 @@ def _again(state, call, settings, host):
         state["twice"] = True
         _log(settings.state_dir, "twice", f"{call.host} {call.session_id}: {TWICE}")
         if not seen or seen["kind"] == TELL:
-            return fit({"kind": TELL, "wire": "setup", "model": "", "person": TWICE}, host.RUNGS)
+            return fit(
+                {"kind": TELL, "wire": "setup", "model_text": "", "person_text": TWICE}, host.RUNGS
+            )
     return seen if isinstance(seen, dict) and seen["kind"] != TELL else None
 
 
@@ -327,7 +329,7 @@ def _before_model(state, settings, daily, agent):
     request, or the guard ended it."""
     blocked = state["blocked"]
     if blocked and blocked.get("kind") == STOP:
-        return {"kind": STOP, "wire": blocked["wire"], "model": blocked["reason"]}
+        return {"kind": STOP, "wire": blocked["wire"], "model_text": blocked["reason"]}
     caps = _spend_wires(state, settings, daily, "", {}, agent)
     return wires.strongest([cap for cap in caps if cap and cap["kind"] == STOP])
 
@@ -463,11 +465,11 @@ def _loosen_decision(call):
     return {
         "kind": ASK,
         "wire": "control",
-        "model": (
+        "model_text": (
             "runaway-guard: only the user can loosen the guard's limits. Do not retry; ask the "
             f"user to {how} if they want to: {command}"
         ),
-        "person": (
+        "person_text": (
             "runaway-guard: the agent wants to loosen the guard's limits with: "
             f"{command} — allow it only if you asked for this."
         ),

@@ -104,7 +104,7 @@ def compose(news, decision, call):
     else:
         go_on = f"what to change is in the status: {status}"
     title = f"runaway-guard {'stopped' if stopped else 'warns'}: {wire} ({label or call.host})"
-    text = decision.get("person") or decision.get("model") or title
+    text = decision.get("person_text") or decision.get("model_text") or title
     machine = socket.gethostname()
     where = f"on {machine}, in {project or 'no project'}, {label} session {call.session_id}"
     return {

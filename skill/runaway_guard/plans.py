@@ -140,12 +140,14 @@ def window_wire(state, settings, tool, warned, now):
         return {
             "kind": STOP,
             "wire": "window",
-            "model": (
+            "model_text": (
                 f"runaway-guard: {shown}, the cap is {cap:.0%}. Stop now and tell the user; "
                 "only they can raise the cap."
             ),
-            "person": f"runaway-guard stopped the agent: {shown} (cap {cap:.0%}). To go on, {how}"
-            f"{_resets(window)}.",
+            "person_text": (
+                f"runaway-guard stopped the agent: {shown} (cap {cap:.0%}). To go on, {how}"
+                f"{_resets(window)}."
+            ),
         }
     if used < settings.warn_at * cap:
         return None
@@ -153,8 +155,8 @@ def window_wire(state, settings, tool, warned, now):
         return {
             "kind": DENY,
             "wire": "window",
-            "model": f"runaway-guard: {shown} (cap {cap:.0%}); no new subagents from here on.",
-            "person": f"runaway-guard refused a new subagent: {shown} (cap {cap:.0%}).",
+            "model_text": f"runaway-guard: {shown} (cap {cap:.0%}); no new subagents from here on.",
+            "person_text": f"runaway-guard refused a new subagent: {shown} (cap {cap:.0%}).",
         }
     if warned.get("window") == cap:
         return None
@@ -162,8 +164,10 @@ def window_wire(state, settings, tool, warned, now):
     return {
         "kind": TELL,
         "wire": "window",
-        "model": f"runaway-guard: {shown}; the cap is {cap:.0%}. Keep the rest of the work small.",
-        "person": f"runaway-guard: {shown}; the cap is {cap:.0%}.",
+        "model_text": (
+            f"runaway-guard: {shown}; the cap is {cap:.0%}. Keep the rest of the work small."
+        ),
+        "person_text": f"runaway-guard: {shown}; the cap is {cap:.0%}.",
     }
 
 

@@ -387,5 +387,5 @@ def _window_refusal(state, settings, now):
     stop = plans.window_wire(state, settings, "", {}, now)
     if not stop or stop["kind"] != STOP:
         return []
-    why = stop["person"].replace("runaway-guard stopped the agent: ", "", 1).rstrip(".")
+    why = stop["person_text"].replace("runaway-guard stopped the agent: ", "", 1).rstrip(".")
     return [{"wire": "window", "agent": None, "why": why}]

@@ -54,9 +54,11 @@ def wires(state, limit):
                 {
                     "kind": STOP,
                     "wire": "loop",
-                    "model": f"runaway-guard: {who} gave the same answer {count} times in a row "
-                    "without calling a tool. Stop and tell the user what is blocking you.",
-                    "person": f"runaway-guard stopped the run: {who} answered the same text "
+                    "model_text": (
+                        f"runaway-guard: {who} gave the same answer {count} times in a row "
+                        "without calling a tool. Stop and tell the user what is blocking you."
+                    ),
+                    "person_text": f"runaway-guard stopped the run: {who} answered the same text "
                     f"{count} times in a row without a tool call (limit {limit}).",
                 }
             ]

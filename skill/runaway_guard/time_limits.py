@@ -63,9 +63,11 @@ def _limit(wire, seconds, limit_s, settings, warned):
         return {
             "kind": STOP,
             "wire": wire,
-            "model": f"runaway-guard: {what}. Stop now and report to the user; only the user can "
-            "raise the limit.",
-            "person": f"runaway-guard stopped the agent: {what}. To go on, {lift}, or {how}.",
+            "model_text": (
+                f"runaway-guard: {what}. Stop now and report to the user; only the user can "
+                "raise the limit."
+            ),
+            "person_text": f"runaway-guard stopped the agent: {what}. To go on, {lift}, or {how}.",
         }
     if seconds < settings.warn_at * limit_s or warned.get(wire) == limit_s:
         return None
@@ -73,9 +75,9 @@ def _limit(wire, seconds, limit_s, settings, warned):
     return {
         "kind": TELL,
         "wire": wire,
-        "model": f"runaway-guard: {what}. Wrap up: finish the current step and report to the "
+        "model_text": f"runaway-guard: {what}. Wrap up: finish the current step and report to the "
         "user before the limit stops you.",
-        "person": f"runaway-guard: {what}.",
+        "person_text": f"runaway-guard: {what}.",
     }
 
 

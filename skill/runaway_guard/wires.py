@@ -52,9 +52,9 @@ def _count_wire(record, wire, count, limit, texts):
     kind = _ladder(record, wire, count >= limit)
     if kind:
         model, person, _ = texts(count)
-        return {"kind": kind, "wire": wire, "model": model, "person": person}
+        return {"kind": kind, "wire": wire, "model_text": model, "person_text": person}
     if count == limit - 1 and count > 0:
-        return {"kind": TELL, "wire": wire, "model": texts(count)[2]}
+        return {"kind": TELL, "wire": wire, "model_text": texts(count)[2]}
     return None
 
 
@@ -116,11 +116,11 @@ def spend_wire(
         return {
             "kind": STOP,
             "wire": scope,
-            "model": (
+            "model_text": (
                 f"runaway-guard: the next response would cross the {name} spend cap: {figures}. "
                 f"Stop now and tell the user; only {raiser} can raise the cap."
             ),
-            "person": (
+            "person_text": (
                 f"runaway-guard stopped the agent: the next response would cross the {name} "
                 f"spend cap: {figures}. To go on, raise it: {how_to_raise}"
             ),
@@ -129,12 +129,12 @@ def spend_wire(
         return {
             "kind": STOP,
             "wire": scope,
-            "model": (
+            "model_text": (
                 f"runaway-guard: the {name} spend cap is reached ({money(spent)} of "
                 f"{money(cap)}{detail}). Stop now and tell the user; only {raiser} can raise "
                 "the cap."
             ),
-            "person": (
+            "person_text": (
                 f"runaway-guard stopped the agent: {name} spend {money(spent)} reached its cap "
                 f"of {money(cap)}{detail}. To go on, raise it: {how_to_raise}"
             ),
@@ -145,11 +145,11 @@ def spend_wire(
         return {
             "kind": DENY,
             "wire": scope,
-            "model": (
+            "model_text": (
                 f"runaway-guard: {money(spent)} of the {money(cap)} {name} cap is spent; no new "
                 "subagents from here on. Finish the work in this thread or stop and report."
             ),
-            "person": f"runaway-guard refused a new subagent: {name} spend {money(spent)} "
+            "person_text": f"runaway-guard refused a new subagent: {name} spend {money(spent)} "
             f"of {money(cap)}.",
         }
     if warned.get(scope) == cap:
@@ -159,12 +159,12 @@ def spend_wire(
     return {
         "kind": TELL,
         "wire": scope,
-        "model": (
+        "model_text": (
             f"runaway-guard: {money(spent)} of the {money(cap)} {name} cap is spent, "
             f"{money(remaining)} left. Wrap up: finish the current step, avoid new subagents "
             "and large reads."
         ),
-        "person": (
+        "person_text": (
             f"runaway-guard: {name} spend {money(spent)} of {money(cap)} "
             f"({spent / cap:.0%}); {money(remaining)} left."
         ),
@@ -181,7 +181,7 @@ def strongest(decisions):
         return {
             "kind": TELL,
             "wire": top["wire"],
-            "model": " ".join(d["model"] for d in decisions if d.get("model")),
-            "person": " ".join(d["person"] for d in decisions if d.get("person")),
+            "model_text": " ".join(d["model_text"] for d in decisions if d.get("model_text")),
+            "person_text": " ".join(d["person_text"] for d in decisions if d.get("person_text")),
         }
     return top

@@ -63,7 +63,12 @@ def test_every_answer_is_empty_or_one_json_line(name):
     answers = [host.render(None)]
     for kind in KINDS:
         for person in ("", "runaway-guard: for the person"):
-            decision = {"kind": kind, "wire": "loop", "model": "runaway-guard: x", "person": person}
+            decision = {
+                "kind": kind,
+                "wire": "loop",
+                "model_text": "runaway-guard: x",
+                "person_text": person,
+            }
             fitted = fit(decision, host.RUNGS)
             assert fitted is None or fitted["kind"] in host.RUNGS
             assert fitted is None or STRENGTH[fitted["kind"]] <= STRENGTH[kind]
@@ -74,10 +79,10 @@ def test_every_answer_is_empty_or_one_json_line(name):
 
 
 def test_fit_never_strengthens_and_keeps_what_the_host_can_say():
-    decision = {"kind": ASK, "wire": "loop", "model": "m", "person": "p"}
+    decision = {"kind": ASK, "wire": "loop", "model_text": "m", "person_text": "p"}
     assert fit(decision, frozenset({TELL, DENY}))["kind"] == DENY
     assert fit(decision, frozenset({TELL, DENY, ASK}))["kind"] == ASK
-    assert fit({"kind": TELL, "wire": "x", "model": "m"}, frozenset({DENY})) is None
+    assert fit({"kind": TELL, "wire": "x", "model_text": "m"}, frozenset({DENY})) is None
     assert fit(None, frozenset(KINDS)) is None
 
 

@@ -152,12 +152,14 @@ def test_the_events_path_follows_copilot_home(tmp_path):
 
 def test_render_gives_one_answer_both_dialects_honour():
     assert copilot.render(None) == ""
-    assert copilot.render({"kind": TELL, "model": ""}) == ""
-    assert json.loads(copilot.render({"kind": TELL, "model": "m"})) == {"additionalContext": "m"}
-    deny = json.loads(copilot.render({"kind": DENY, "model": "m", "person": "p"}))
+    assert copilot.render({"kind": TELL, "model_text": ""}) == ""
+    assert json.loads(copilot.render({"kind": TELL, "model_text": "m"})) == {
+        "additionalContext": "m"
+    }
+    deny = json.loads(copilot.render({"kind": DENY, "model_text": "m", "person_text": "p"}))
     assert deny == {"permissionDecision": "deny", "permissionDecisionReason": "m"}
     for kind in (ASK, STOP):
-        answer = json.loads(copilot.render({"kind": kind, "model": "m", "person": "p"}))
+        answer = json.loads(copilot.render({"kind": kind, "model_text": "m", "person_text": "p"}))
         assert answer == {"permissionDecision": "ask", "permissionDecisionReason": "p"}
 
 

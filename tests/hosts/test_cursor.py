@@ -209,7 +209,8 @@ def test_every_event_gets_a_valid_answer(tmp_path):
 def test_every_rung_is_a_deny_or_nothing(kind):
     cursor.call(SHELL_PRE)
     decision = fit(
-        {"kind": kind, "wire": "loop", "model": "runaway-guard: m", "person": "p"}, cursor.RUNGS
+        {"kind": kind, "wire": "loop", "model_text": "runaway-guard: m", "person_text": "p"},
+        cursor.RUNGS,
     )
     value = json.loads(cursor.render(decision))
     assert value["permission"] == ("allow" if kind == TELL else "deny")

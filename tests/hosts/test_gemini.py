@@ -774,7 +774,7 @@ def test_every_recorded_payload_is_detected_as_gemini():
 
 
 def test_answers_never_ask():
-    texts = {"wire": "loop", "model": "runaway-guard: m", "person": "runaway-guard: p"}
+    texts = {"wire": "loop", "model_text": "runaway-guard: m", "person_text": "runaway-guard: p"}
     assert GEMINI.render(None) == ""
     assert json.loads(GEMINI.render({"kind": TELL, **texts})) == {
         "systemMessage": "runaway-guard: p"

@@ -102,12 +102,12 @@ def test_tool_names_and_fields():
 
 def test_answers_the_plugin_obeys():
     assert opencode.render(None) == ""
-    assert opencode.render({"kind": TELL, "wire": "loop", "model": ""}) == ""
-    tell = {"kind": TELL, "wire": "loop", "model": "runaway-guard: careful"}
-    assert json.loads(opencode.render(tell)) == {"decision": "tell", "reason": tell["model"]}
-    deny = {"kind": DENY, "wire": "failure", "model": "runaway-guard: no", "person": "p"}
+    assert opencode.render({"kind": TELL, "wire": "loop", "model_text": ""}) == ""
+    tell = {"kind": TELL, "wire": "loop", "model_text": "runaway-guard: careful"}
+    assert json.loads(opencode.render(tell)) == {"decision": "tell", "reason": tell["model_text"]}
+    deny = {"kind": DENY, "wire": "failure", "model_text": "runaway-guard: no", "person_text": "p"}
     assert json.loads(opencode.render(deny)) == {"decision": "deny", "reason": "runaway-guard: no"}
-    stop = dict(deny, kind=STOP, person="runaway-guard stopped the agent")
+    stop = dict(deny, kind=STOP, person_text="runaway-guard stopped the agent")
     assert json.loads(opencode.render(stop)) == {
         "decision": "stop",
         "reason": "runaway-guard: no",

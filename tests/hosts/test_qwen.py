@@ -248,7 +248,12 @@ def test_shell_calls_differing_only_in_their_label_are_one_call():
 @pytest.mark.parametrize("kind", [DENY, ASK, STOP])
 def test_answers(kind):
     decision = fit(
-        {"kind": kind, "wire": "loop", "model": "runaway-guard: m", "person": "runaway-guard: p"},
+        {
+            "kind": kind,
+            "wire": "loop",
+            "model_text": "runaway-guard: m",
+            "person_text": "runaway-guard: p",
+        },
         qwen.RUNGS,
     )
     value = json.loads(qwen.render(decision))
@@ -257,7 +262,7 @@ def test_answers(kind):
     assert specific["permissionDecision"] == ("ask" if kind == ASK else "deny")
     assert ("continue" in value) == (kind == STOP)
     assert qwen.render(None) == ""
-    assert fit({"kind": TELL, "wire": "x", "model": "m"}, qwen.RUNGS) is None
+    assert fit({"kind": TELL, "wire": "x", "model_text": "m"}, qwen.RUNGS) is None
 
 
 def test_a_continuation_is_a_before_model_event():

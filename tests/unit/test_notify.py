@@ -142,8 +142,8 @@ def test_the_hook_without_a_decision_starts_no_sender(world, receiver, monkeypat
 
 def test_events_once_per_session_and_kind():
     state = {}
-    warn = {"kind": "tell", "wire": "session", "person": "p", "model": "m"}
-    stop = {"kind": "stop", "wire": "session", "person": "p", "model": "m"}
+    warn = {"kind": "tell", "wire": "session", "person_text": "p", "model_text": "m"}
+    stop = {"kind": "stop", "wire": "session", "person_text": "p", "model_text": "m"}
     assert notify.due(state, warn) == "warning:session"
     assert notify.due(state, warn) is None
     assert notify.due(state, stop) == "stop:session"

@@ -85,7 +85,7 @@ def test_the_window_cap_is_a_rung_of_the_ladder(used, tool, kind):
     decision = plans.window_wire(state_at(used), Settings(0.7), tool, {}, BEFORE_RESET)
     assert (decision and decision["kind"]) == kind
     if decision:
-        assert decision["wire"] == "window" and "plan's" in decision["model"]
+        assert decision["wire"] == "window" and "plan's" in decision["model_text"]
 
 
 def test_told_once_per_cap():

@@ -283,7 +283,7 @@ def test_time_limits_warn_then_stop():
     state["prompt_at"] = now - 600
     stops = time_limits.wires(state, Limits, "Bash", warned, now)
     assert [(d["kind"], d["wire"]) for d in stops] == [("stop", "time"), ("stop", "autonomy")]
-    assert "max_autonomous_minutes" in stops[1]["person"]
+    assert "max_autonomous_minutes" in stops[1]["person_text"]
 
 
 # -- through the guard and status.py

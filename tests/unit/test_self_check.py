@@ -245,7 +245,9 @@ def test_a_hook_that_stops_refusing_fails_the_self_check(tmp_path):
 def test_a_hook_that_refuses_everything_fails_the_self_check(tmp_path):
     skill = installed_copy(tmp_path)
     wires = skill / "runaway_guard" / "wires.py"
-    refuse = '{"kind": "deny", "wire": "loop", "model": "runaway-guard: no", "person": ""}'
+    refuse = (
+        '{"kind": "deny", "wire": "loop", "model_text": "runaway-guard: no", "person_text": ""}'
+    )
     wires.write_text(wires.read_text() + f"\nstrongest = lambda found: {refuse}\n")
     done = run_guard(skill, environment(tmp_path), "--self-check", "--host", "claude")
     assert done.returncode == 1

@@ -539,11 +539,13 @@ def test_decisions_name_whose_budget_is_spent_and_who_can_raise_it(guard_env, mo
     state = session_state(4, 1.5)
     found = [d for d in team.decisions(settings, state, "Bash", {}, NOW) if d]
     stop = next(d for d in found if d["wire"] == "team")
-    assert stop["kind"] == "stop" and "monthly team (acme)" in stop["model"]
-    assert "team's budget owner" in stop["model"] and "$106.00 of $100.00" in stop["model"]
-    assert "RUNAWAY_GUARD_TEAM_MONTHLY_USD" in stop["person"]
+    assert stop["kind"] == "stop" and "monthly team (acme)" in stop["model_text"]
+    assert (
+        "team's budget owner" in stop["model_text"] and "$106.00 of $100.00" in stop["model_text"]
+    )
+    assert "RUNAWAY_GUARD_TEAM_MONTHLY_USD" in stop["person_text"]
     tell = next(d for d in found if d["wire"] == "person")
-    assert tell["kind"] == "tell" and "daily per-person (alice)" in tell["model"]
+    assert tell["kind"] == "tell" and "daily per-person (alice)" in tell["model_text"]
     spawn = team.decisions(settings, state, "Agent", {}, NOW)
     assert {d["kind"] for d in spawn if d and d["wire"] == "person"} == {"deny"}
 
@@ -562,7 +564,7 @@ def test_fail_closed_refuses_once_a_refresh_failed(guard_env, monkeypatch):
     )
     closed = team_settings(guard_env, "http://x", RUNAWAY_GUARD_TEAM_FAIL_CLOSED=1, **extra)
     stop = [d for d in team.decisions(closed, state, "Bash", {}, NOW) if d]
-    assert stop[0]["kind"] == "stop" and "cannot be checked" in stop[0]["model"]
+    assert stop[0]["kind"] == "stop" and "cannot be checked" in stop[0]["model_text"]
 
 
 # -- the refresh as the hook starts it ----------------------------------------------------------
@@ -802,7 +804,7 @@ def test_a_server_that_trickles_is_cut_off_recorded_and_fail_closed_refuses(guar
         assert time.monotonic() - started < 3.5  # two requests of 1 s at most, and the rest
         assert cache["error"].count("no whole answer within 1 s") == 2
         stop = [d for d in team.decisions(settings, session_state(1, 1), "Bash", {}, NOW) if d]
-        assert stop[-1]["kind"] == "stop" and "no whole answer" in stop[-1]["person"]
+        assert stop[-1]["kind"] == "stop" and "no whole answer" in stop[-1]["person_text"]
     finally:
         trickle.close()
 
@@ -858,7 +860,7 @@ def test_a_refresh_that_never_ends_makes_fail_closed_refuse(guard_env, monkeypat
     assert len(spawned) == 1  # no figures yet: one refresh is under way, the call goes on
     later = time.time() + team.DEADLINE + team.GRACE + 1
     stop = team.decisions(settings, state, "Bash", {}, later)[-1]
-    assert stop["kind"] == "stop" and "has not ended" in stop["person"]
+    assert stop["kind"] == "stop" and "has not ended" in stop["person_text"]
     assert len(spawned) == 2  # started again, but awaited since the first start
     # A refresh that ends removes the mark: its error or its figures decide.
     refresher.refresh(settings, later)
@@ -867,7 +869,7 @@ def test_a_refresh_that_never_ends_makes_fail_closed_refuse(guard_env, monkeypat
     write_cache(guard_env.state_dir, cache_of(fetched_at=NOW - 3600, attempted_at=NOW - 3600))
     monkeypatch.setattr(team, "start_refresh", lambda *args: False)  # a lock held elsewhere
     stop = team.decisions(settings, state, "Bash", {}, NOW)[-1]
-    assert stop["kind"] == "stop" and "last read at" in stop["person"]
+    assert stop["kind"] == "stop" and "last read at" in stop["person_text"]
 
 
 @pytest.mark.parametrize(
@@ -902,7 +904,7 @@ def test_unusable_team_settings_with_fail_closed_refuse_every_call(guard_env, mo
     settings = config.load(None, {**env, **broken})
     assert settings.team and settings.team_error
     stop = team.decisions(settings, session_state(0, 0), "Bash", {}, NOW)
-    assert stop[0]["kind"] == "stop" and "team settings are not usable" in stop[0]["person"]
+    assert stop[0]["kind"] == "stop" and "team settings are not usable" in stop[0]["person_text"]
     fields, refusing = team_status.report(settings, session_state(0, 0), NOW)
     assert "not usable" in fields["team"]["error"] and refusing[0]["wire"] == "team"
     assert "not usable" in refresher.sync(settings)["error"]

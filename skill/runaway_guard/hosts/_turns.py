@@ -54,7 +54,7 @@ def render_stop(decision):
         return ""
     if _event[0] == "PostToolUse" and decision.get("wire") in _AGENTS_OWN:
         return ""
-    reason = decision.get("person") or decision.get("model") or REFUSAL_PREFIX
+    reason = decision.get("person_text") or decision.get("model_text") or REFUSAL_PREFIX
     if _event[0] == "UserPromptSubmit":
         return jsonio.dumps({"decision": "block", "reason": reason})
     return jsonio.dumps({"continue": False, "stopReason": reason, "systemMessage": reason})

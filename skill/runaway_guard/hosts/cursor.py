@@ -133,8 +133,8 @@ def render(decision):
         return '{"continue":true}' if _event[0] == "beforeSubmitPrompt" else "{}"
     if not decision:
         return '{"permission":"allow"}'
-    model_text = decision.get("model") or decision.get("person") or ""
-    person_text = decision.get("person") or model_text
+    model_text = decision.get("model_text") or decision.get("person_text") or ""
+    person_text = decision.get("person_text") or model_text
     return jsonio.dumps(
         {
             "permission": "deny",

@@ -122,8 +122,8 @@ def render(decision):
     """What the plugin obeys: {"decision": "tell"|"deny"|"stop", "reason", "message"}."""
     if not decision:
         return ""
-    model_text = decision.get("model") or ""
-    person_text = decision.get("person") or ""
+    model_text = decision.get("model_text") or ""
+    person_text = decision.get("person_text") or ""
     if decision["kind"] == TELL:
         return jsonio.dumps({"decision": "tell", "reason": model_text}) if model_text else ""
     answer = {

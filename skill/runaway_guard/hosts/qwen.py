@@ -101,8 +101,8 @@ def render(decision):
     if not decision:
         return ""
     kind = decision["kind"]
-    model_text = decision.get("model") or decision.get("person") or REFUSAL_PREFIX
-    person_text = decision.get("person") or model_text
+    model_text = decision.get("model_text") or decision.get("person_text") or REFUSAL_PREFIX
+    person_text = decision.get("person_text") or model_text
     if kind == ASK:
         # Shown to the person in the approval prompt; without one (-p) the model reads it.
         specific = {"permissionDecision": "ask", "permissionDecisionReason": person_text}

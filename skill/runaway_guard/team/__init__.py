@@ -325,11 +325,11 @@ def _closed(settings, why):
     return {
         "kind": STOP,
         "wire": "team",
-        "model": (
+        "model_text": (
             f"runaway-guard: the team's budget cannot be checked ({why}), and this machine is "
             "set to refuse tool calls then. Stop now and tell the user."
         ),
-        "person": (
+        "person_text": (
             f"runaway-guard stopped the agent: the team budget of {settings.team} cannot be "
             f"checked: {why}. RUNAWAY_GUARD_TEAM_FAIL_CLOSED asks to refuse then. Make the "
             "servers reachable (or fix the team settings), or unset it."

@@ -77,5 +77,7 @@ def report(settings, state, now=None):
                 }
             )
     if settings.team_fail_closed and capped and why:
-        refusing.append({"wire": "team", "agent": None, "why": _closed(settings, why)["person"]})
+        refusing.append(
+            {"wire": "team", "agent": None, "why": _closed(settings, why)["person_text"]}
+        )
     return fields, refusing

@@ -116,8 +116,8 @@ def render(decision):
     if not decision:
         return ""
     kind = decision["kind"]
-    model_text = decision.get("model") or ""
-    person_text = decision.get("person") or ""
+    model_text = decision.get("model_text") or ""
+    person_text = decision.get("person_text") or ""
     specific = {"hookEventName": "PreToolUse"}
     answer = {"hookSpecificOutput": specific}
     if kind == TELL:

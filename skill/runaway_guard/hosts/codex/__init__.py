@@ -190,7 +190,7 @@ def render(decision):
         return render_stop(decision)
     if not decision:
         return ""
-    model_text = decision.get("model") or ""
+    model_text = decision.get("model_text") or ""
     if decision["kind"] == TELL:
         if not model_text:
             return ""
@@ -199,7 +199,9 @@ def render(decision):
         out = {
             "hookEventName": "PreToolUse",
             "permissionDecision": "deny",
-            "permissionDecisionReason": model_text or decision.get("person") or "runaway-guard",
+            "permissionDecisionReason": model_text
+            or decision.get("person_text")
+            or "runaway-guard",
         }
     return jsonio.dumps({"hookSpecificOutput": out})
 

@@ -169,8 +169,8 @@ def render(decision):
     if not decision:
         return ""
     kind = decision["kind"]
-    model_text = decision.get("model") or ""
-    person_text = decision.get("person") or ""
+    model_text = decision.get("model_text") or ""
+    person_text = decision.get("person_text") or ""
     if kind == TELL:
         return jsonio.dumps({"additionalContext": model_text}) if model_text else ""
     if kind == DENY:

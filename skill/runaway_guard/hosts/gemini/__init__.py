@@ -139,8 +139,8 @@ def render(decision):
     the person. The same answer serves BeforeTool, BeforeModel and BeforeAgent."""
     if not decision:
         return ""
-    person = decision.get("person") or ""
-    reason = decision.get("model") or person
+    person = decision.get("person_text") or ""
+    reason = decision.get("model_text") or person
     if decision["kind"] == TELL:
         return jsonio.dumps({"systemMessage": person or reason}) if reason else ""
     answer = {"decision": "deny", "reason": reason or REFUSAL_PREFIX}
