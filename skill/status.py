@@ -104,7 +104,7 @@ def main(argv=None):
         elif args.on:
             action = "on"
         if action:
-            code, message = control_actions.apply(state_dir, state, action, value)
+            code, message = control_actions.apply(state_dir, state, action=action, value=value)
             print(message, file=sys.stderr if code else sys.stdout)
             return code
         try:

@@ -105,7 +105,9 @@ def load(cwd=None, environ=fs.environ):
     if _may_exist(user_path):
         from . import config_file
 
-        user = config_file.user_file(user_path, environ, values, sources, problems)
+        user = config_file.user_file(
+            user_path, environ, values=values, sources=sources, problems=problems
+        )
 
     for key in DEFAULTS:
         name = PREFIX + key.upper()
@@ -146,7 +148,14 @@ def load(cwd=None, environ=fs.environ):
                     "a project file can only tighten"
                 )
 
-    interrupt = _interrupt(user, user_path, environ, project_path, project, problems)
+    interrupt = _interrupt(
+        user,
+        user_path,
+        environ=environ,
+        project_path=project_path,
+        project=project,
+        problems=problems,
+    )
     state_dir = (
         environ.get(PREFIX + "STATE_DIR")
         or _user_state_dir(user, user_path, problems)
@@ -159,16 +168,22 @@ def load(cwd=None, environ=fs.environ):
     if environ.get(PREFIX + "TEAM") or user.get("team"):
         from . import config_team
 
-        config_team.team(settings, user, project, environ, problems, user_path)
-    settings.team_project = _team_project(environ, project, project_path, problems)
+        config_team.team(
+            settings, user, project=project, environ=environ, problems=problems, user_path=user_path
+        )
+    settings.team_project = _team_project(
+        environ, project, project_path=project_path, problems=problems
+    )
     if environ.get(NOTIFY_VARIABLE) or user.get("notify_url"):
         from . import config_team
 
-        settings.notify_urls = config_team.notify_urls(user, environ, user_path, problems)
+        settings.notify_urls = config_team.notify_urls(
+            user, environ, user_path=user_path, problems=problems
+        )
     if environ.get(PREFIX + "PLAN") or "plan" in user:
         from . import plans
 
-        settings.plan = plans.setting(user, user_path, environ, problems)
+        settings.plan = plans.setting(user, user_path, environ=environ, problems=problems)
     return settings
 
 

@@ -111,12 +111,12 @@ def run(data, environ):
     end_run = getattr(host, "end_run", None) if settings.interrupt else None
     book = ledger.Ledger(settings.state_dir, call.host, call.session_id, unsaved_ok=True)
     with book:
-        decision = _decide(book, call, settings, host)
+        decision = _decide(book, call, settings=settings, host=host)
         answer = host.render(decision)
         if end_run and decision and decision["kind"] == STOP and _first_stop(book.state):
             _after.append((end_run, call, environ, settings.state_dir))
         if decision or _unsaid:  # rare: a warning, a refusal, a note
-            _notice(book.state, [decision, *_unsaid], call, settings, environ)
+            _notice(book.state, [decision, *_unsaid], call=call, settings=settings, environ=environ)
     if book.unsaved is not None:  # decided all the same: a refusal is given
         _log(settings.state_dir, "unsaved", f"{call.host} {call.session_id}: {book.unsaved}")
     return answer
@@ -145,7 +145,7 @@ def _notice(state, decisions, call, settings, environ):
             _after.append(
                 (
                     lambda call, environ, _say, news=news, decision=decision: notify.send(
-                        news, decision, call, settings, environ
+                        news, decision, call=call, settings=settings, environ=environ
                     ),
                     call,
                     environ,
@@ -190,7 +190,7 @@ def _decide(book, call, settings, host):
     """The decision for this call (None: nothing to say), already fitted to the host's rungs."""
     state = book.state
     if call.event == TOOL and call.tool_use_id and call.tool_use_id in state["answers"]:
-        return _again(state, call, settings, host)
+        return _again(state, call, settings=settings, host=host)
     state["cwd"] = call.cwd or state["cwd"]
     if state.get("problems", []) != settings.problems:
         state["problems"] = settings.problems  # status.py shows them; fixed ones disappear
@@ -205,7 +205,7 @@ def _decide(book, call, settings, host):
         _catch_up(book, call, host)
     # A host whose payload has no call id (Copilot) learns it from its session files.
     if call.tool_use_id != known_id and call.tool_use_id in state["answers"]:
-        return _again(state, call, settings, host)
+        return _again(state, call, settings=settings, host=host)
     _new_prompt(state, call)  # again: a host may learn the prompt from its files (Copilot)
     daily = _daily_spend(state, call, settings)
     projects.track(state, call, settings)
@@ -215,7 +215,7 @@ def _decide(book, call, settings, host):
         book.outcome(call.agent, call.tool_use_id, call.failed, call.outcome)
         return None
     if call.event in (MODEL, PROMPT, END):  # END: a turn that would go on ends within the cap
-        decision = fit(_before_model(state, settings, daily, call.agent), host.RUNGS)
+        decision = fit(_before_model(state, settings, daily=daily, agent=call.agent), host.RUNGS)
         if decision and decision["kind"] == STOP and not state["blocked"]:
             # a cap first seen here (the response's record came late): status.py says why
             state["blocked"] = _blocked(decision, call)
@@ -228,7 +228,7 @@ def _decide(book, call, settings, host):
     elif control == control_words.LOOSEN:
         decision = fit(_loosen_decision(call), host.RUNGS)
     else:
-        found = _wires(book, call, call_hash, settings, daily)
+        found = _wires(book, call, call_hash=call_hash, settings=settings, daily=daily)
         decision = fit(found, host.RUNGS)
         if found is not decision:  # a warning Qwen cannot pass on, an end Cursor cannot make
             _unsaid.append(found)
@@ -330,7 +330,7 @@ def _before_model(state, settings, daily, agent):
     blocked = state["blocked"]
     if blocked and blocked.get("kind") == STOP:
         return {"kind": STOP, "wire": blocked["wire"], "model_text": blocked["reason"]}
-    caps = _spend_wires(state, settings, daily, "", {}, agent)
+    caps = _spend_wires(state, settings, daily=daily, tool="", warned={}, agent=agent)
     return wires.strongest([cap for cap in caps if cap and cap["kind"] == STOP])
 
 
@@ -354,10 +354,14 @@ def _daily_spend(state, call, settings):
     ):
         key = f"{call.host}:{call.session_id}"
         try:
-            daily = day_totals.daily_spend(settings.state_dir, today, key, mine)
+            daily = day_totals.daily_spend(
+                settings.state_dir, today, session_key=key, session_picodollars=mine
+            )
         except (OSError, TimeoutError) as error:  # judged all the same; written next call
             _log(settings.state_dir, "unsaved", f"the day file: {error}")
-            return day_totals.daily_spend(settings.state_dir, today, key, mine, write=False)
+            return day_totals.daily_spend(
+                settings.state_dir, today, session_key=key, session_picodollars=mine, write=False
+            )
         state["daily_written"] = {today: mine, "at": now}
         return daily
     if settings.daily_usd > 0:
@@ -376,30 +380,38 @@ def _spend_wires(state, settings, daily, tool, warned, agent, unseen=False):
     on_plan = state.get("host") in settings.plan
     paid, paid_ahead = (0, 0) if on_plan else (state["spend"]["total"], ahead)
     return [
-        _window_wire(state, settings, tool, warned) if settings.max_window_share else None,
+        _window_wire(state, settings, tool=tool, warned=warned)
+        if settings.max_window_share
+        else None,
         wires.spend_wire(
             paid,
             cap,
-            settings.warn_at,
-            warned,
-            "session",
-            tool,
-            f"{status} --raise-cap <USD>",
+            warn_at=settings.warn_at,
+            warned=warned,
+            scope="session",
+            tool=tool,
+            how_to_raise=f"{status} --raise-cap <USD>",
             ahead=paid_ahead,
         ),
         wires.spend_wire(
             daily,
             settings.daily_usd,
-            settings.warn_at,
-            warned,
-            "daily",
-            tool,
-            "set RUNAWAY_GUARD_DAILY_USD or daily_usd in ~/.config/runaway-guard/config.json",
+            warn_at=settings.warn_at,
+            warned=warned,
+            scope="daily",
+            tool=tool,
+            how_to_raise=(
+                "set RUNAWAY_GUARD_DAILY_USD or daily_usd in ~/.config/runaway-guard/config.json"
+            ),
             ahead=paid_ahead,
         ),
-        *(_team_wires(state, settings, tool, warned, ahead) if settings.team else ()),
-        *projects.cap_wires(state, settings, tool, warned, ahead),
-        *_time_wires(state, settings, tool, warned),
+        *(
+            _team_wires(state, settings, tool=tool, warned=warned, ahead=ahead)
+            if settings.team
+            else ()
+        ),
+        *projects.cap_wires(state, settings, tool=tool, warned=warned, ahead=ahead),
+        *_time_wires(state, settings, tool=tool, warned=warned),
         *_text_loop_wires(state, settings.max_repeats),
     ]
 
@@ -426,7 +438,7 @@ def _text_loop_wires(state, limit):
 def _window_wire(state, settings, tool, warned):
     from . import plans
 
-    return plans.window_wire(state, settings, tool, warned, time.time())
+    return plans.window_wire(state, settings, tool=tool, warned=warned, now=time.time())
 
 
 def _team_wires(state, settings, tool, warned, ahead):
@@ -434,7 +446,7 @@ def _team_wires(state, settings, tool, warned, ahead):
     try:
         from . import team
 
-        return team.decisions(settings, state, tool, warned, ahead=ahead)
+        return team.decisions(settings, state, tool=tool, warned=warned, ahead=ahead)
     except Exception as error:
         _log(settings.state_dir, "team", f"{type(error).__name__}: {error}")
         return []
@@ -449,10 +461,10 @@ def _wires(book, call, call_hash, settings, daily):
             *_spend_wires(
                 book.state,
                 settings,
-                daily,
-                call.tool,
-                book.state["warned"],
-                call.agent,
+                daily=daily,
+                tool=call.tool,
+                warned=book.state["warned"],
+                agent=call.agent,
                 unseen=book.watch is not None and not book.watched,
             ),
         ]

@@ -64,7 +64,12 @@ def send(news, decision, call, settings, environ):
     more = ("DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR")
     try:
         detached.start(
-            "notify", (), environ, state_dir, data=jsonio.dumps(data).encode(), more=more
+            "notify",
+            (),
+            environ=environ,
+            state_dir=state_dir,
+            data=jsonio.dumps(data).encode(),
+            more=more,
         )
     except OSError as error:  # no interpreter to start, no process left: the call goes on
         from . import log

@@ -29,7 +29,9 @@ def status(state, settings, state_dir, now=None):
         record = {"path": path, "head": head, "file": file_name(path)}
     head = record.get("head")
     local = time.localtime(time.time() if now is None else now)
-    totals = period_totals(state_dir, {**record, "days": {}, "dirty": []}, "", local, write=False)
+    totals = period_totals(
+        state_dir, {**record, "days": {}, "dirty": []}, key="", local=local, write=False
+    )
     caps = {period: getattr(settings, CAP_KEYS[period]) or None for period in PERIODS}
     return {
         "path": record["path"],

@@ -136,10 +136,10 @@ def track(state, call, settings, now=None, settle=True):
     now = time.time() if now is None else now
     local = time.localtime(now)
     today = time.strftime("%Y-%m-%d", local)
-    _attribute(record, spend_days, today, now)
+    _attribute(record, spend_days, today=today, now=now)
     capped = any(getattr(settings, key) > 0 for key in CAP_KEYS.values())
     if first and capped and settle:
-        _settle_others(settings, record, f"{call.host}:{call.session_id}", today)
+        _settle_others(settings, record, key=f"{call.host}:{call.session_id}", today=today)
     at = record["written"]
     due = bool(record["dirty"]) and (capped or not 0 <= now - at < WRITE_EVERY_S)
     if not capped and not due:
@@ -147,12 +147,12 @@ def track(state, call, settings, now=None, settle=True):
         return None
     key = f"{call.host}:{call.session_id}"
     try:
-        totals = period_totals(settings.state_dir, record, key, local, write=due)
+        totals = period_totals(settings.state_dir, record, key=key, local=local, write=due)
     except (OSError, TimeoutError) as error:  # judged all the same; written next call
         from . import log
 
         log.append(settings.state_dir, "unsaved", f"the project file: {error}")
-        totals = period_totals(settings.state_dir, record, key, local, write=False)
+        totals = period_totals(settings.state_dir, record, key=key, local=local, write=False)
     else:
         if due:
             record["dirty"] = []
@@ -249,11 +249,11 @@ def period_totals(state_dir, record, key, local, write=True):
         if mine and write:
             state_file.private_dir(fs.dirname(path))
             with state_file.Lock(path + ".lock"):
-                days = _mine_in(month_days(state_file.read_json(path)), record, mine, key)
+                days = _mine_in(month_days(state_file.read_json(path)), record, mine=mine, key=key)
                 data = {"path": record["path"], "label": record.get("label"), "days": days}
                 state_file.write_atomic(path, jsonio.dumps(data).encode())
         else:
-            days = _mine_in(month_days(state_file.read_json(path)), record, mine, key)
+            days = _mine_in(month_days(state_file.read_json(path)), record, mine=mine, key=key)
         found.update(days)
     today = week[-1]
     return {
@@ -317,11 +317,11 @@ def cap_wires(state, settings, tool, warned, ahead=0):
             spend_wire(
                 totals[period],
                 cap,
-                settings.warn_at,
-                warned.setdefault(f"project_{period}", {}) if warned is not None else {},
-                "project",
-                tool,
-                f"set RUNAWAY_GUARD_{cap_key.upper()} or {cap_key} in "
+                warn_at=settings.warn_at,
+                warned=warned.setdefault(f"project_{period}", {}) if warned is not None else {},
+                scope="project",
+                tool=tool,
+                how_to_raise=f"set RUNAWAY_GUARD_{cap_key.upper()} or {cap_key} in "
                 "~/.config/runaway-guard/config.json",
                 name=f"project {record['path']} {word}",
                 raiser="the user",

@@ -245,10 +245,10 @@ def build(path, state, state_dir, environ=os.environ, now=None):
         "off_by": "session" if state.get("off") else "config" if settings.off else None,
         "unpriced_models": [m for m in state.get("unpriced") or [] if isinstance(m, str)],
         "priced_as": _priced_as(state),
-        **_plan_fields(state, settings, spent, now),
+        **_plan_fields(state, settings, spent=spent, now=now),
         "config_problems": problems,
         "runs_twice": bool(state.get("twice")),
-        "forecast": forecast(state, cap, daily, settings.daily_usd, now),
+        "forecast": forecast(state, cap, daily=daily, daily_cap=settings.daily_usd, now=now),
         "commands": {
             "status": f"{command} {session_arg}",
             "raise_cap": f"{command} {session_arg} --raise-cap {suggested}",
@@ -384,7 +384,7 @@ def _window_refusal(state, settings, now):
         return []
     from . import plans
 
-    stop = plans.window_wire(state, settings, "", {}, now)
+    stop = plans.window_wire(state, settings, tool="", warned={}, now=now)
     if not stop or stop["kind"] != STOP:
         return []
     why = stop["person_text"].replace("runaway-guard stopped the agent: ", "", 1).rstrip(".")

@@ -25,12 +25,20 @@ def wires(state, settings, tool, warned, now=None):
     started = _moment(state.get("started"), now)
     if settings.max_session_hours > 0:
         found.append(
-            _limit("time", now - started, settings.max_session_hours * 3600, settings, warned)
+            _limit(
+                "time",
+                now - started,
+                limit_s=settings.max_session_hours * 3600,
+                settings=settings,
+                warned=warned,
+            )
         )
     if settings.max_autonomous_minutes > 0:
         since = _moment(state.get("prompt_at"), started)
         limit = settings.max_autonomous_minutes * 60
-        found.append(_limit("autonomy", now - since, limit, settings, warned))
+        found.append(
+            _limit("autonomy", now - since, limit_s=limit, settings=settings, warned=warned)
+        )
     return found
 
 

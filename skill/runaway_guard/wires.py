@@ -69,7 +69,7 @@ def failure_wire(record, limit):
             "further calls will be refused. Step back and rethink the approach.",
         )
 
-    return _count_wire(record, "failure", record["fails"], limit, texts)
+    return _count_wire(record, "failure", count=record["fails"], limit=limit, texts=texts)
 
 
 def loop_wire(record, call_hash, limit):
@@ -84,7 +84,9 @@ def loop_wire(record, call_hash, limit):
             "Repeating it again will be refused; try something different.",
         )
 
-    return _count_wire(record, "loop", loop_repeats(record["hist"], call_hash), limit, texts)
+    return _count_wire(
+        record, "loop", count=loop_repeats(record["hist"], call_hash), limit=limit, texts=texts
+    )
 
 
 def spend_wire(

@@ -188,7 +188,7 @@ def decisions(settings, state, tool, warned, now=None, ahead=0):
     if settings.team_error:  # unusable settings, and fail-closed asks to refuse then
         return [_closed(settings, _unusable(settings))] if capped else []
     cache = read_cache(settings.state_dir)
-    seen = figures(settings, state, cache, now)
+    seen = figures(settings, state, cache=cache, now=now)
     warn = settings.warn_at
     near = any(
         figure is not None and cap > 0 and figure >= warn * cap * PICO
@@ -210,14 +210,14 @@ def decisions(settings, state, tool, warned, now=None, ahead=0):
             wires.spend_wire(
                 seen["team"],
                 settings.team_monthly_usd,
-                warn,
-                warned,
-                "team",
-                tool,
-                raise_text(settings, "team_monthly_usd"),
+                warn_at=warn,
+                warned=warned,
+                scope="team",
+                tool=tool,
+                how_to_raise=raise_text(settings, "team_monthly_usd"),
                 name=f"monthly team ({settings.team})",
                 raiser="the team's budget owner",
-                detail=_detail(seen, "team", "the team's machines", now),
+                detail=_detail(seen, "team", whose="the team's machines", now=now),
                 ahead=ahead,
             )
         )
@@ -226,14 +226,14 @@ def decisions(settings, state, tool, warned, now=None, ahead=0):
             wires.spend_wire(
                 seen["person"],
                 settings.person_daily_usd,
-                warn,
-                warned,
-                "person",
-                tool,
-                raise_text(settings, "person_daily_usd"),
+                warn_at=warn,
+                warned=warned,
+                scope="person",
+                tool=tool,
+                how_to_raise=raise_text(settings, "person_daily_usd"),
                 name=f"daily per-person ({settings.user})",
                 raiser="the user or the team's budget owner",
-                detail=_detail(seen, "person", f"{settings.user}'s machines today", now),
+                detail=_detail(seen, "person", whose=f"{settings.user}'s machines today", now=now),
                 ahead=ahead,
             )
         )
@@ -401,4 +401,4 @@ def _spawn(state_dir, environ, lock_fd, session):
 
     host, session_id = (item if isinstance(item, str) else "" for item in session)
     args = (str(lock_fd or -1), host, session_id)
-    detached.start("team.refresher", args, environ, state_dir, pass_fd=lock_fd)
+    detached.start("team.refresher", args, environ=environ, state_dir=state_dir, pass_fd=lock_fd)

@@ -26,7 +26,7 @@ def report(settings, state, now=None):
     now = time.time() if now is None else now
     capped = settings.team_monthly_usd > 0 or settings.person_daily_usd > 0
     cache = None if settings.team_error else read_cache(settings.state_dir)
-    seen = figures(settings, state, cache, now)
+    seen = figures(settings, state, cache=cache, now=now)
     if settings.team_error:
         why = shown_error = _unusable(settings)
     else:
@@ -67,7 +67,7 @@ def report(settings, state, now=None):
     ):
         if cap > 0 and seen[scope] >= round(cap * PICO):
             whose = "the team's" if scope == "team" else f"{settings.user}'s"
-            detail = _detail(seen, scope, f"{whose} machines", now)
+            detail = _detail(seen, scope, whose=f"{whose} machines", now=now)
             refusing.append(
                 {
                     "wire": scope,
