@@ -18,7 +18,7 @@ agent_book.py's (calls and their outcomes), whose functions it binds as its meth
 import marshal
 import time
 
-from . import agent_book, fs, spend_ledger
+from . import agent_book, fs, jsonio, spend_ledger
 from .spend_ledger import ACTIVE, RECENT, trim_after
 from .state_file import (
     MARSHAL_FORMAT,
@@ -163,7 +163,12 @@ class Ledger:
         if state is None and fs.exists(self.legacy_path):
             self._legacy = True  # an earlier version's: read once, then replaced
             state = read_json(self.legacy_path)
-        if state is None or state.get("v") != VERSION or not _well_formed(state):
+        if (
+            state is None
+            or state.get("v") != VERSION
+            or not _well_formed(state)
+            or ("parked" in state and not _unparked(state))
+        ):
             state = self._rebuild()
         self.state = state
         for agent, record in state["agents"].items():
@@ -177,7 +182,7 @@ class Ledger:
         except TypeError:  # not a number: trimmed away
             stale = True
         self._stale = stale  # an agent went quiet for ACTIVE: trim before saving
-        self._trim_at = trim_after(self._recent_count())
+        self._trim_at = trim_after(len(state["recent"]))
 
     def _rebuild(self):
         """A fresh state whose spend is the ledger's, with every transcript to be re-read."""
@@ -214,9 +219,8 @@ class Ledger:
             append_lines(self.ledger_path, "".join(self._appended).encode())
             self._appended = []
         # a trim keeps at most RECENT + one per active agent: trim once RECENT more built up
-        if self._recent_count() > 2 * RECENT + len(self._active) or self._stale:
+        if len(state["recent"]) > 2 * RECENT + len(self._active) or self._stale:
             self._trim_recent()
-        self._park()
         replaced = self._write_parts()
         write_state(self.state_path, state, self._place, self._older)
         if self._place is None and fs.lockf is not None and not self._older:  # slots written anew
@@ -289,10 +293,6 @@ class Ledger:
     estimate_unwritten = spend_ledger.estimate_unwritten
     reconcile = spend_ledger.reconcile
     remembers = spend_ledger.remembers
-    _recent_count = spend_ledger._recent_count
-    _parked_holds = spend_ledger._parked_holds
-    _unpark = spend_ledger._unpark
-    _park = spend_ledger._park
     _trim_recent = spend_ledger._trim_recent
     _book = spend_ledger._book
 
@@ -335,7 +335,6 @@ def _well_formed(state):
             and isinstance(spend["total"], int)
             and all(isinstance(spend[key], dict) for key in ("model", "agent", "day"))
             and isinstance(state["recent"], dict)
-            and _pair(state.get("parked"), int, str)
             and isinstance(state.get("parts", {}), dict)
             and isinstance(state["agents"], dict)
             and all(
@@ -351,14 +350,27 @@ def _well_formed(state):
         return False
 
 
-def _pair(value, first, second):
-    """Whether an optional part of the state is absent or a [first, second] pair."""
-    return value is None or (
-        isinstance(value, list)
-        and len(value) == 2
-        and isinstance(value[0], first)
-        and isinstance(value[1], second)
-    )
+def _unparked(state):
+    """Whether the older recent responses an earlier version kept as one JSON text ("parked":
+    [count, text]) could be put back in front of the others; if not, the state is rebuilt."""
+    parked = state.pop("parked")
+    if not (isinstance(parked, list) and len(parked) == 2 and isinstance(parked[1], str)):
+        return False
+    try:
+        entries = jsonio.loads(parked[1])
+    except ValueError:
+        return False
+    if not (
+        isinstance(entries, list)
+        and all(
+            isinstance(entry, list) and entry and isinstance(entry[0], str) for entry in entries
+        )
+    ):
+        return False
+    recent = {entry[0]: entry for entry in entries}
+    recent.update(state["recent"])
+    state["recent"] = recent
+    return True
 
 
 def prune_if_due(state_dir, now=None):

@@ -14,20 +14,17 @@ from . import estimate, jsonio
 # Responses whose usage may still be corrected by a later row of the same response: an agent
 # writes one response's rows before its next response (within seconds), so its last one is
 # kept while it books responses (for ACTIVE seconds after its last), and the last RECENT across
-# all agents for good measure ("side", reconcile()'s booking, is always kept). Those but the
-# last RECENT are kept between calls as one JSON text, older than those in "recent" ("parked":
-# [how many, text]): with many subagents, marshal loads and writes one text in a fraction of
-# the time of a list for each. A call decodes them only to correct one of them, or to trim.
+# all agents for good measure ("side", reconcile()'s booking, is always kept). state["recent"]
+# is the one place that says a response was counted (besides the ledger file, load_known).
 RECENT = 16
 ACTIVE = 3600.0
 
 
 def load_known(self):
     """Every response the ledger has counted, last correction wins; for re-reads (which
-    look up every response they read: the parked ones are decoded once, not searched)."""
+    look up every response they read)."""
     if self.known is not None:
         return
-    self._unpark()
     known = {}
     try:
         with open(self.ledger_path, "rb") as handle:
@@ -54,9 +51,6 @@ def usage(self, key, agent, model, *, picodollars, known_model, output, day, ahe
     rank = output if rank is None else rank
     recent = self.state["recent"]
     old = recent.get(key)
-    if old is None and self._parked_holds(key):
-        recent = self._unpark()
-        old = recent.get(key)
     if old is None and self.known is not None:
         old = self.known.get(key)
     if old is not None:
@@ -70,7 +64,7 @@ def usage(self, key, agent, model, *, picodollars, known_model, output, day, ahe
         self.known[key] = entry
     recent.pop(key, None)
     recent[key] = entry
-    if self._recent_count() > self._trim_at:
+    if len(recent) > self._trim_at:
         self._trim_recent()
     self._appended.append(jsonio.dumps(entry) + "\n")
     if known_model is not True:  # not in the table as written (pricing._resolve)
@@ -144,57 +138,18 @@ def reconcile(self, host_total, model, day):
 def remembers(self, key):
     """Whether a response is among the recent ones (a later row can correct it without the
     whole ledger)."""
-    return key in self.state["recent"] or self._parked_holds(key)
-
-
-def _recent_count(self):
-    parked = self.state.get("parked")
-    return len(self.state["recent"]) + (parked[0] if parked else 0)
-
-
-def _parked_holds(self, key):
-    """Whether key is a parked response's: each entry's text starts `["<key>",`."""
-    parked = self.state.get("parked")
-    return parked is not None and f"[{jsonio.dumps(key)}," in parked[1]
-
-
-def _unpark(self):
-    """The recent responses, the parked ones decoded back in front of the others."""
-    state = self.state
-    parked = state.pop("parked", None)
-    if parked is not None:
-        recent = {entry[0]: entry for entry in jsonio.loads(parked[1])}
-        recent.update(state["recent"])
-        state["recent"] = recent
-    return state["recent"]
-
-
-def _park(self):
-    """Park the recent responses but the last RECENT once there are twice as many."""
-    state = self.state
-    recent = state["recent"]
-    if len(recent) < 2 * RECENT:
-        return
-    keys = list(recent)[:-RECENT]
-    text = jsonio.dumps([recent.pop(key) for key in keys])
-    parked = state.get("parked")
-    if parked is not None:
-        state["parked"] = [parked[0] + len(keys), f"{parked[1][:-1]},{text[1:]}"]
-    else:
-        state["parked"] = [len(keys), text]
+    return key in self.state["recent"]
 
 
 def _trim_recent(self):
     """Keep the last response of each agent active in the last ACTIVE seconds, the last
     RECENT of all, and "side"."""
-    state = self.state
-    self._unpark()
     active = self._active
     since = self._now - ACTIVE
     for agent, seen in list(active.items()):
         if not (isinstance(seen, (int, float)) and seen >= since):
             del active[agent]
-    recent = state["recent"]
+    recent = self.state["recent"]
     if len(recent) <= RECENT:
         return
     kept, agents = [], set()

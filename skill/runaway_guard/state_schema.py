@@ -31,7 +31,6 @@ STATE = {
     # -- spend (spend_ledger.py)
     "spend": (dict, "spend_ledger", "the totals in picodollars: all, by model, agent, day"),
     "recent": (dict, "spend_ledger", "the last responses, which a later row can still correct"),
-    "parked": (list, "spend_ledger", "older recent responses as one JSON text: [count, text]"),
     "active": (dict, "ledger", "each agent's last booking time: its last response is kept"),
     "side": (dict, "spend_ledger", "what reconcile booked for requests no transcript shows"),
     "unpriced": (list, "spend_ledger", "the model ids the price table lacks as written"),

@@ -338,7 +338,7 @@ def test_state_stays_small_and_keeps_each_agents_last_response(tmp_path):
     call = FakeCall("claude", "s1", main)
     sync_once(tmp_path / "state", "claude", call)
     with ledger.Ledger(str(tmp_path / "state"), "claude", "s1") as book:
-        recent = dict(book._unpark())  # the parked responses too (saving parks them again)
+        recent = book.state["recent"]
     assert len(recent) <= ledger.RECENT + 41
     assert {f"a{n}-19" for n in range(40)} | {"m499"} <= recent.keys()
     assert "m0" not in recent and "a0-0" not in recent
@@ -357,7 +357,7 @@ def test_state_stays_small_and_keeps_each_agents_last_response(tmp_path):
         active.update(dict.fromkeys(active, 0), a7="not a time")
     sync_once(tmp_path / "state", "claude", call)  # the next call finds them stale
     with ledger.Ledger(str(tmp_path / "state"), "claude", "s1") as book:
-        assert len(book._unpark()) == ledger.RECENT and book.state["active"] == {}
+        assert len(book.state["recent"]) == ledger.RECENT and book.state["active"] == {}
 
 
 @contextlib.contextmanager
@@ -462,12 +462,12 @@ def test_recent_responses_stay_bounded_call_after_call(tmp_path):
         jsonl(main, [assistant(f"m{n}")])
         sync_once(tmp_path / "state", "claude", call)
     with ledger.Ledger(str(tmp_path / "state"), "claude", "s1") as book:
-        recent = book._unpark()
+        recent = book.state["recent"]
         assert len(recent) <= 2 * ledger.RECENT + 1
         assert "m79" in recent
 
 
-# -- the recent responses but the last RECENT, parked as one text between calls ---------------
+# -- a state of an earlier version, whose older recent responses were parked as one text --------
 
 bookings = st.lists(
     st.tuples(
@@ -478,6 +478,21 @@ bookings = st.lists(
     ),
     max_size=40,
 )
+
+
+def parked_as_before(state):
+    """state as a guard before this one saved it: the recent responses but the last RECENT,
+    once there were twice as many, parked as one JSON text ("parked": [count, text])."""
+    recent = state["recent"]
+    if len(recent) < 2 * ledger.RECENT:
+        return
+    keys = list(recent)[: -ledger.RECENT]
+    text = json.dumps([recent.pop(key) for key in keys], separators=(",", ":"))
+    parked = state.get("parked")
+    if parked is not None:
+        state["parked"] = [parked[0] + len(keys), f"{parked[1][:-1]},{text[1:]}"]
+    else:
+        state["parked"] = [len(keys), text]
 
 
 class Clock:
@@ -496,16 +511,6 @@ class Clock:
         return self.ns
 
 
-def recent_of(book):
-    """Every recent response, parked or not, in order; the state left as it was loaded."""
-    parked = book.state.get("parked")
-    recent = book._unpark()
-    if parked is not None:
-        book.state["parked"] = parked
-        book.state["recent"] = {key: recent[key] for key in list(recent)[parked[0] :]}
-    return list(recent.values())
-
-
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -516,29 +521,33 @@ def recent_of(book):
 )
 @example(  # parked twice, then a trim of them all (too many), two of them corrected, a trim
     calls=[  # (agents gone quiet)
-        ([(n, 60, 0, "usage") for n in range(40)], 0, False),
-        ([(n, 60, 0, "usage") for n in range(40, 60)], 60, False),
+        ([(n, 60, 0, "usage") for n in range(40)], 0, True),
+        ([(n, 60, 0, "usage") for n in range(40, 60)], 60, True),
         ([(n, 0, 0, "usage") for n in range(100, 140)], 60, False),
-        ([(0, 60, 5, "usage"), (1, 60, 5, "usage")], 60, False),
+        ([(0, 60, 5, "usage"), (1, 60, 5, "usage")], 60, True),
         ([(59, 60, 9, "usage")], 4000, False),
         ([(2, 60, 9, "usage")], 0, False),
     ]
 )
-def test_parked_responses_book_as_responses_kept_whole(tmp_path_factory, calls):
-    """Call after call, a ledger that parks the older recent responses (ledger._park) books as
-    one that keeps them all in "recent": the same spend, the same responses remembered in the
-    same order, the same agents active, the same ledger file. A call books responses, some of
-    them later rows of one booked before (parked by then, or not), the host's totals
-    (reconcile) and estimates, with the whole ledger loaded (a re-read) or not; time may pass
-    (agents go quiet: a trim); a call may be made by a guard from before parking (its state
-    whole, read by the next call)."""
+def test_a_state_with_parked_responses_books_as_one_kept_whole(tmp_path_factory, calls):
+    """Call after call, a ledger whose state an earlier guard saved with the older recent
+    responses parked as one JSON text books as one that kept them all in "recent": the same
+    spend, the same responses remembered in the same order, the same agents active, the same
+    ledger file. A call books responses, some of them later rows of one booked before (parked
+    by then, or not), the host's totals (reconcile) and estimates, with the whole ledger loaded
+    (a re-read) or not; time may pass (agents go quiet: a trim); a call may be saved by the
+    earlier guard (its state parked, read by the next call)."""
     tmp = tmp_path_factory.mktemp("parked")
     clock = Clock(ledger.time)
     ledger.time = spend_ledger.time = clock
-    whole = ledger.Ledger._park
+    checked = ledger.write_state  # conftest's: the schema of this version
+
+    def saved_parked(path, state, *where):
+        parked_as_before(state)
+        state_file.write_state(path, state, *where)
 
     def book_call(state_dir, bookings, parking):
-        ledger.Ledger._park = whole if parking else lambda self: None
+        ledger.write_state = saved_parked if parking else checked
         with ledger.Ledger(str(tmp / state_dir), "claude", "s") as book:
             for response, agent, out, kind in bookings:
                 if kind == "reconcile":
@@ -559,7 +568,9 @@ def test_parked_responses_book_as_responses_kept_whole(tmp_path_factory, calls):
                         day="d",
                     )
             state = book.state
-            booked = state["spend"], recent_of(book), state["active"], state.get("side")
+            assert "parked" not in state
+            booked = state["spend"], list(state["recent"].values()), state["active"]
+            booked += (state.get("side"),)
         path = Path(book.ledger_path)
         return booked, path.read_bytes() if path.exists() else b""
 
@@ -567,25 +578,54 @@ def test_parked_responses_book_as_responses_kept_whole(tmp_path_factory, calls):
         for bookings, elapsed, older in calls:
             clock.now += elapsed
             start = clock.ns = int(clock.now * 1e9)
-            parked = book_call("parked", bookings, not older)
+            parked = book_call("parked", bookings, older)
             clock.ns = start
             assert parked == book_call("whole", bookings, False)
     finally:
         ledger.time = spend_ledger.time = clock.real
-        ledger.Ledger._park = whole
+        ledger.write_state = checked
 
 
-def test_a_parked_response_is_found_whatever_its_key(tmp_path):
-    """A parked response is found by its key's JSON text: keys that JSON escapes, and keys
-    that are the start of another's."""
+def saved_by_an_earlier_guard(book):
+    """book's state written as it is (a key this version's schema does not name), and not
+    saved again on leaving: as a guard before this one left it."""
+    state_file.write_state(book.state_path, book.state, book._place)
+    book.lock.__exit__()
+    book.lock = None
+
+
+def test_a_parked_response_is_remembered_whatever_its_key(tmp_path):
+    """The responses an earlier guard parked are remembered, and a later row of one corrects
+    it: keys that JSON escapes, and keys that are the start of another's."""
     keys = ['a"b', "a\\", "é", "a", "a,", "[x", "side"] + [f"k{n}" for n in range(40)]
     with ledger.Ledger(str(tmp_path), "claude", "s") as book:
         for key in keys:
             book.usage(key, key, "m", picodollars=1000, known_model=True, output=1, day="d")
     with ledger.Ledger(str(tmp_path), "claude", "s") as book:
+        parked_as_before(book.state)
         assert book.state["parked"][0] == len(keys) - ledger.RECENT
+        saved_by_an_earlier_guard(book)
+    with ledger.Ledger(str(tmp_path), "claude", "s") as book:
+        assert "parked" not in book.state and list(book.state["recent"]) == keys
         assert all(book.remembers(key) for key in keys)
         assert not any(book.remembers(key) for key in ("b", "k", "k4x", '"a"', "a\\\\"))
         for key in keys:  # a later row of each: corrected, not booked again
             book.usage(key, key, "m", picodollars=2000, known_model=True, output=2, day="d")
         assert book.state["spend"]["total"] == 2000 * len(keys)
+
+
+@pytest.mark.parametrize(
+    "parked", [[3, "[[1,2]"], [1, "[7]"], [1, "{}"], [1, None], "x", [1, '[["a",1]]', 5]]
+)
+def test_a_state_whose_parked_responses_cannot_be_read_is_rebuilt(tmp_path, parked):
+    """Parked responses that are not what an earlier guard wrote: the spend is the ledger's."""
+    with ledger.Ledger(str(tmp_path), "claude", "s") as book:
+        book.usage("r1", "main", "m", picodollars=1000, known_model=True, output=1, day="d")
+    with ledger.Ledger(str(tmp_path), "claude", "s") as book:
+        book.state["recent"] = {}
+        book.state["spend"]["total"] = 5  # what the ledger does not say: gone once rebuilt
+        book.state["parked"] = parked
+        saved_by_an_earlier_guard(book)
+    with ledger.Ledger(str(tmp_path), "claude", "s") as book:
+        assert "parked" not in book.state and book.state["spend"]["total"] == 1000
+        assert not book.remembers("r1")  # a fresh state: every transcript is read again
