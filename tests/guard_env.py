@@ -82,18 +82,51 @@ def fuzz(examples):
     )
 
 
-def followed_files(book):
-    """Every file entry a session's state holds, packed as hosts._files keeps a subagent's, the
-    dormant files' too (a part of the state in a file of its own: book.part)."""
+def followed_files(book, named=None):
+    """Every file entry a session's state holds, the dormant files' too (a part of the state in
+    a file of its own: book.part), each a dict as hosts._files keeps it; with named (the host's),
+    an entry's agent left out of a dormant one put back, as reading the file does."""
+    from runaway_guard.hosts import _files
+
     dormant = book.part("dormant") or {"index": {}, "rests": {}}
-    return {
+    found = {
         **book.state["files"],
         **{
-            folder + name: [off, ino, dormant["rests"][folder][name]]
+            folder + name: _files._entry(off, ino, dormant["rests"][folder][name])
             for folder, names in dormant["index"].items()
             for name, (off, ino) in names.items()
         },
     }
+    return with_agents(found, named)
+
+
+def with_agents(files, named):
+    """files (path: entry) with each agent left out of a dormant entry put back (named: the
+    host's), as reading the file does."""
+    return {
+        path: entry
+        if named is None or "agent" in entry or entry.get("foreign")
+        else {"agent": named(path), **entry}
+        for path, entry in files.items()
+    }
+
+
+def as_previous_version(state_dir, host, session_id, named):
+    """Rewrite a session's saved state in the form the version before kept its files' entries
+    in between calls: a subagent's packed as [off, ino, the rest as JSON], its agent left out
+    when named(path) tells it; the main file's and another session's (foreign) a dict."""
+    from runaway_guard import jsonio, state_file
+
+    path = state_file.session_paths(state_dir, host, session_id)[1] + state_file.STATE
+    state = state_file.read_state(path)
+    for file, entry in state["files"].items():
+        if entry.get("agent") != "main" and not entry.get("foreign"):
+            rest = dict(entry)
+            off, ino = rest.pop("off", None), rest.pop("ino", None)
+            if named is not None and rest.get("agent") == named(file):
+                del rest["agent"]
+            state["files"][file] = [off, ino, jsonio.dumps(rest)]
+    state_file.write_state(path, state)
 
 
 @contextlib.contextmanager

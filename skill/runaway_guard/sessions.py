@@ -145,7 +145,6 @@ def _main_file(state):
     version that rewrites one whole file (Gemini CLI's legacy session-*.json), among those."""
     for kind in ("files", "legacy"):
         entries = state.get(kind)
-        # a host may keep other files' entries as lists (hosts._files.read_all)
         for path, entry in entries.items() if isinstance(entries, dict) else ():
             if isinstance(entry, dict) and entry.get("agent") == "main":
                 return path

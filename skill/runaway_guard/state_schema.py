@@ -112,6 +112,15 @@ PROJECT = {  # state["project"] (projects.track)
         "the project's totals, every session (with a project cap)",
     ),
 }
+FILE = {  # state["files"][path], a dict (hosts/_files.entries): the keys every host's entry may
+    # have; the rest are its reader's own (what it holds between reads of that file)
+    "off": (int, "tail", "how far the file was read, in bytes"),
+    "ino": (int, "tail", "the file's inode when read: another file is read from its start"),
+    "skip": (bool, "tail", "inside an overlong line: passed over up to its end"),
+    "agent": (str, "hosts", "whose file it is: main, or a subagent's id"),
+    "foreign": (bool, "hosts", "another session's file in the same folder: never read"),
+    "unread": (bool, "hosts/_files", "hook.log said once that the main file cannot be read"),
+}
 NESTED = {"spend": SPEND, "side": SIDE, "copilot": COPILOT, "blocked": BLOCKED, "project": PROJECT}
 
 
@@ -124,14 +133,22 @@ def unnamed(state):
             found += _unnamed(state[key], shape, f"{key}.")
     for name, record in (state.get("agents") or {}).items():
         found += _unnamed(record, AGENT, f"agents[{name!r}].")
+    for path, entry in (state.get("files") or {}).items():
+        if isinstance(entry, dict):
+            found += _unnamed(entry, FILE, f"files[{path!r}].", open_shape=True)
+        else:
+            found.append(f"files[{path!r}]: {type(entry).__name__}, not dict")
     return found
 
 
-def _unnamed(values, shape, where):
+def _unnamed(values, shape, where, open_shape=False):
+    """What of values shape does not name (unless open_shape: other keys allowed) or types
+    otherwise."""
     found = []
     for key, value in values.items():
         if key not in shape:
-            found.append(f"{where}{key}: a key the schema does not name")
+            if not open_shape:
+                found.append(f"{where}{key}: a key the schema does not name")
             continue
         kinds = shape[key][0]
         if not isinstance(value, kinds) or (type(value) is bool and kinds is not bool):

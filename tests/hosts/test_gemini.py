@@ -6,13 +6,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from guard_env import ROOT, GuardEnv, followed_files, jsonl
+from guard_env import ROOT, GuardEnv, as_previous_version, followed_files, jsonl, with_agents
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from runaway_guard import calls, gemini_prices, hosts, ledger, state_file, tail, wires
 from runaway_guard.calls import MODEL, PROMPT, RESULT, TOOL, Call, fingerprint
 from runaway_guard.decisions import ASK, DENY, STOP, TELL
-from runaway_guard.hosts import _files, gemini
+from runaway_guard.hosts import gemini
 from runaway_guard.hosts.gemini import chats, legacy, results
 from runaway_guard.sessions import refresh
 
@@ -469,11 +469,8 @@ def sessions(draw):
 
 
 def unpacked(state):
-    """(path, entry) of each file the state follows, a subagent's entry unpacked (_files)."""
-    return [
-        (path, _files._unpacked(path, entry, gemini._agent) if isinstance(entry, list) else entry)
-        for path, entry in state["files"].items()
-    ]
+    """(path, entry) of each file the state follows, a dormant entry's agent put back."""
+    return list(with_agents(state["files"], gemini._agent).items())
 
 
 def subagent(records, agent):
@@ -610,19 +607,21 @@ def test_reading_in_blocks_is_decoding_every_line_whole(
         assert state_of(plain) == got
 
 
-# -- a subagent file's entry, packed between calls ---------------------------------------------
+# -- a subagent file's entry, packed between calls by the version before -----------------------
 
 
 def test_a_status_finds_the_main_file_among_packed_entries(tmp_path):
     """status.py refreshes a session first (sessions.refresh): a legacy session-*.json is not
-    among the files followed, its subagents' packed entries are."""
+    among the files followed, its subagents' entries are, packed by the version before."""
     chats = tmp_path / "chats"
     jsonl(chats / "s" / "a0.jsonl", subagent([HEADER, *turn(0)], "a0"))
     legacy = chats / "session-x.json"
     legacy.write_text(json.dumps({"sessionId": "s", "messages": turn(1)[::2]}))
     with ledger.Ledger(str(tmp_path / "state"), "gemini", "s") as book:
         GEMINI.sync(book, Call("gemini", "s", transcript_path=str(legacy)))
-        assert [type(entry) for entry in book.state["files"].values()] == [list]
+    as_previous_version(str(tmp_path / "state"), "gemini", "s", gemini._agent)
+    saved = state_file.session_paths(str(tmp_path / "state"), "gemini", "s")[1] + state_file.STATE
+    assert [type(entry) for entry in state_file.read_state(saved)["files"].values()] == [list]
     state = refresh(str(tmp_path / "state"), "gemini", "s")
     assert state["spend"]["total"] == 2 * ONE_RESPONSE
 
@@ -649,11 +648,11 @@ def test_a_status_finds_the_main_file_among_packed_entries(tmp_path):
     [HEADER], [[HEADER, *turn(0)], [HEADER]], [({0}, 4, False, False), ({0}, 1, True, False)]
 )
 def test_packed_entries_read_as_entries_kept_whole(tmp_path_factory, records, agents, steps):
-    """A subagent file's entry is packed between calls (_files) and unpacked once the file
-    changed: the same state, call after call, as the entries kept whole, in the same order
+    """A state the version before wrote, its subagents' entries packed lists (_files.entries),
+    reads on as if never packed: the same state, call after call, entries in the same order
     (the order files are read in is the order their outcomes reach the wires). A step appends
-    up to n records to some files, may put a file's bytes under a new inode, and may be read by
-    a guard from before packing (its entries whole in the state the next call reads)."""
+    up to n records to some files, may put a file's bytes under a new inode, and may then
+    rewrite the state as the version before kept it."""
     tmp = tmp_path_factory.mktemp("packed")
     files = [
         (tmp / "chats" / "s" / f"a{n}.jsonl", subagent(a, f"a{n}")) for n, a in enumerate(agents)
@@ -668,16 +667,6 @@ def test_packed_entries_read_as_entries_kept_whole(tmp_path_factory, records, ag
             GEMINI.sync(book, call)
             return book.state["spend"], book.state["agents"], unpacked(book.state)
 
-    def whole(path, entry, named):
-        return entry
-
-    def synced_whole(state_dir):
-        kept, _files._packed = _files._packed, whole
-        try:
-            return synced(state_dir)
-        finally:
-            _files._packed = kept
-
     for grown, count, moved, older in [*steps, (set(range(len(files))), 10**6, False, False)]:
         grown = sorted({index % len(files) for index in grown})
         for index in grown:
@@ -688,7 +677,9 @@ def test_packed_entries_read_as_entries_kept_whole(tmp_path_factory, records, ag
             path = files[grown[0]][0]
             path.with_suffix(".new").write_bytes(path.read_bytes())
             path.with_suffix(".new").replace(path)
-        assert (synced_whole if older else synced)("packed") == synced_whole("whole")
+        assert synced("packed") == synced("whole")
+        if older:
+            as_previous_version(str(tmp / "packed"), "gemini", "s", gemini._agent)
 
 
 @settings(max_examples=300, deadline=None)

@@ -1,5 +1,6 @@
-"""A subagent file's entry, packed between calls (hosts/_files.read_all), on every host that
-follows one file per subagent: call after call, the same state as keeping entries whole."""
+"""A followed file's entry (hosts/_files.py), on every host that follows one file per subagent:
+a state the version before wrote, its subagents' entries packed as [off, ino, the rest as JSON],
+reads on as if it had kept them whole; a dormant file's entry, kept apart, comes back whole."""
 
 import marshal
 import os
@@ -8,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from guard_env import ROOT, followed_files
+from guard_env import ROOT, as_previous_version, followed_files, with_agents
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from runaway_guard import hosts, ledger, state_file
@@ -70,20 +71,6 @@ SESSIONS = {
 NAMED = {"claude": _files.agent_file, "qwen": _files.agent_file, "gemini": gemini._agent}
 
 
-def unpacked(host, state):
-    """(path, entry) of each file the state follows, in order, a packed entry unpacked."""
-    named = NAMED.get(host)
-    return [
-        (path, _files._unpacked(path, entry, named) if isinstance(entry, list) else entry)
-        for path, entry in state["files"].items()
-    ]
-
-
-def whole(path, entry, named):
-    """_files._packed as a guard from before packing: the entry kept as it is."""
-    return entry
-
-
 stamps = st.text(st.sampled_from("0129-:TZ."), max_size=24)
 entries = st.fixed_dictionaries(
     {"agent": st.sampled_from(["a1", "main", "general-purpose-x", "", "é"])},
@@ -107,12 +94,15 @@ entries = st.fixed_dictionaries(
 @given(
     entry=entries, name=st.sampled_from(["a1", "main", "b"]), host=st.sampled_from(["x", *NAMED])
 )
-def test_a_packed_entry_is_json_and_unpacks_to_itself(entry, name, host):
+def test_a_dormant_entry_is_json_and_comes_back_as_itself(entry, name, host):
+    """What a dormant file's part keeps of an entry (off, ino and the rest as JSON text, its
+    agent left out when the host's named tells it) is the entry again once read."""
     named = NAMED.get(host)
     path = f"/home/u/s/agent-{name}.jsonl"
-    packed = _files._packed(path, entry, named)
-    assert isinstance(packed, list) and len(packed) == 3 and isinstance(packed[2], str)
-    assert _files._unpacked(path, packed, named) == entry
+    rest = _files._rest(path, entry, named)
+    assert isinstance(rest, str)
+    woken = _files._entry(entry.get("off"), entry.get("ino"), rest)
+    assert with_agents({path: woken}, named)[path] == entry
 
 
 def fixture_lines(host):
@@ -127,7 +117,7 @@ steps = st.lists(
         st.sets(st.integers(0, 2), min_size=1),  # the files that grow
         st.integers(1, 8),  # by up to this many lines
         st.sampled_from([None, "moved", "truncated"]),  # then the first of them
-        st.booleans(),  # the call made by a guard from before packing
+        st.booleans(),  # the state then rewritten as the version before kept it
     ),
     max_size=10,
 )
@@ -141,12 +131,13 @@ steps = st.lists(
 @example(steps=[({0, 1, 2}, 3, None, False), ({1}, 2, "moved", False), ({1, 2}, 4, None, False)])
 @example(steps=[({0, 1, 2}, 5, None, False), ({2}, 2, "truncated", False), ({2}, 3, None, False)])
 @example(steps=[({0, 1, 2}, 4, None, True), ({1, 2}, 3, None, False), ({1}, 2, None, True)])
-def test_packed_entries_read_as_entries_kept_whole(tmp_path_factory, host, steps):
+def test_a_previous_versions_packed_entries_read_as_kept_whole(tmp_path_factory, host, steps):
     """Files grow a few lines a call; one may be put under a new inode or cut back (read again
-    from its start); a call may be a guard's from before packing (its entries whole in the state
-    the next call reads). Packed, the state is the same as kept whole, after every call: spend,
-    recent responses, the wires' records, and each file's entry in the order files are read;
-    at the end, spend and entries are a cold read's of the whole files, read to their ends."""
+    from its start); after a call the state may be rewritten as the version before kept it (its
+    subagents' entries packed lists). The state is the same as never rewritten, after every
+    call: spend, recent responses, the wires' records, and each file's entry in the order files
+    are read; at the end, spend and entries are a cold read's of the whole files, read to their
+    ends, and every entry is a dict."""
     tmp = tmp_path_factory.mktemp(host)
     session, main, _ = SESSIONS[host]
     files = [(tmp / "home" / path, lines) for path, lines in fixture_lines(host)]
@@ -166,14 +157,8 @@ def test_packed_entries_read_as_entries_kept_whole(tmp_path_factory, host, steps
                     book.call("main", tool_use_id.decode(), tool_use_id.decode())
             hosts.load(host).sync(book, call)
             state = book.state
-            return state["spend"], state["recent"], state["agents"], unpacked(host, state)
-
-    def synced_whole(state_dir, first):
-        kept, _files._packed = _files._packed, whole
-        try:
-            return synced(state_dir, first)
-        finally:
-            _files._packed = kept
+            entries = with_agents(state["files"], NAMED.get(host))
+            return state["spend"], state["recent"], state["agents"], list(entries.items())
 
     last = (set(range(len(files))), 10**6, None, False)
     for number, (grown, count, change, older) in enumerate([*steps, last]):
@@ -191,8 +176,10 @@ def test_packed_entries_read_as_entries_kept_whole(tmp_path_factory, host, steps
             written[grown[0]] //= 2
             path.write_bytes(b"".join(lines[: written[grown[0]]]))
         first = number == 0
-        packed = (synced_whole if older else synced)("packed", first)
-        assert packed == synced_whole("whole", first)
+        packed = synced("packed", first)
+        assert packed == synced("whole", first)
+        if older:
+            as_previous_version(str(tmp / "packed"), host, session, NAMED.get(host))
     # every file whole now: a cold read of them all books the same, ends at the same places
     cold = synced("cold", True)
     assert (packed[0], dict(packed[3])) == (cold[0], dict(cold[3]))
@@ -202,15 +189,14 @@ def test_packed_entries_read_as_entries_kept_whole(tmp_path_factory, host, steps
     state = state_file.read_state(
         state_file.session_paths(str(tmp / "packed"), host, session)[1] + ".state"
     )
-    kinds = {path: type(entry) for path, entry in state["files"].items()}
-    assert kinds == {
-        str(path): dict if str(path) == call.transcript_path else list for path, _ in files
+    assert {path: type(entry) for path, entry in state["files"].items()} == {
+        str(path): dict for path, _ in files
     }
 
 
 def test_a_status_finds_the_main_file_among_packed_entries(tmp_path):
     """status.py refreshes a session first (sessions.refresh): it finds the main file's entry
-    among the subagents' packed ones."""
+    among the subagents' packed ones a state of the version before holds."""
     session, main, _ = SESSIONS["claude"]
     for path, lines in fixture_lines("claude"):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
@@ -220,12 +206,12 @@ def test_a_status_finds_the_main_file_among_packed_entries(tmp_path):
         hosts.load("claude").sync(
             book, Call("claude", session, transcript_path=str(tmp_path / main))
         )
-        assert sorted(type(entry).__name__ for entry in book.state["files"].values()) == [
-            "dict",
-            "list",
-            "list",
-        ]
         before = book.state["spend"]["total"]
+    as_previous_version(state_dir, "claude", session, _files.agent_file)
+    packed = state_file.read_state(
+        state_file.session_paths(state_dir, "claude", session)[1] + state_file.STATE
+    )["files"]
+    assert sorted(type(entry).__name__ for entry in packed.values()) == ["dict", "list", "list"]
     for path, lines in fixture_lines("claude"):
         (tmp_path / path).write_bytes(b"".join(lines))
     assert refresh(state_dir, "claude", session)["spend"]["total"] > before
@@ -294,7 +280,7 @@ def test_dormant_files_are_read_late_by_at_most_a_sweep(tmp_path_factory, monkey
         with ledger.Ledger(str(tmp / state_dir), host, session) as book:
             swept = "swept" not in book.state or clock.now - book.state["swept"] >= 1
             hosts.load(host).sync(book, call)
-            entries = {p: _unpacked(host, p, e) for p, e in followed_files(book).items()}
+            entries = followed_files(book, NAMED.get(host))
             return book.state["spend"], entries, swept
 
     for number, (later, grown, count, caller) in enumerate([(0.0, set(), 1, 0), *steps]):
@@ -322,10 +308,6 @@ def test_dormant_files_are_read_late_by_at_most_a_sweep(tmp_path_factory, monkey
     assert refresh(str(tmp / "dormant"), host, session)["spend"] == synced("plain", 0)[0]
     if steps and steps[-1][0] >= 61.0 and not steps[-1][1]:
         assert asleep  # files the host had not written for a minute were dormant
-
-
-def _unpacked(host, path, entry):
-    return _files._unpacked(path, entry, NAMED.get(host)) if isinstance(entry, list) else entry
 
 
 @pytest.mark.parametrize(

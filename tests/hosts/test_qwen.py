@@ -140,12 +140,8 @@ def test_a_quiet_subagents_folder_is_not_listed_again(tmp_path, monkeypatch):
     def sync():
         with ledger.Ledger(str(tmp_path / "state"), "qwen", session) as book:
             qwen.sync(book, call)
-            return {path: agent(path, entry) for path, entry in followed_files(book).items()}
-
-    def agent(path, entry):  # a subagent's entry is packed between calls (hosts._files)
-        if isinstance(entry, list):
-            entry = _files._unpacked(path, entry, _files.agent_file)
-        return entry["agent"]
+            followed = followed_files(book, _files.agent_file)
+            return {path: entry["agent"] for path, entry in followed.items()}
 
     first = sync()
     listed = []

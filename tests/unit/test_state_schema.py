@@ -16,6 +16,7 @@ PACKAGE = SKILL / "runaway_guard"
 SHAPES = [
     state_schema.STATE,
     state_schema.AGENT,
+    state_schema.FILE,
     *state_schema.NESTED.values(),
 ]
 
@@ -47,6 +48,22 @@ def test_a_key_of_another_type_is_named_as_such():
         "off",
         "seen",
         "spend.total",
+    ]
+
+
+def test_a_followed_files_entry_is_a_dict_whose_cursor_keys_are_typed():
+    """One form of a followed file's entry (hosts/_files.entries): a dict; its cursor's keys
+    typed, the rest its host's reader's own. The packed list of the version before fails."""
+    state = ledger.new_state("claude", "s1")
+    state["files"] = {
+        "/t/main.jsonl": {"agent": "main", "off": 10, "ino": 3, "ver": "2.1.3"},
+        "/t/agent-a.jsonl": {"agent": "a", "off": "10", "ino": 3.0, "calls": []},
+        "/t/agent-b.jsonl": [10, 3, "{}"],
+    }
+    assert sorted(problem.split(":")[0] for problem in state_schema.unnamed(state)) == [
+        "files['/t/agent-a.jsonl'].ino",
+        "files['/t/agent-a.jsonl'].off",
+        "files['/t/agent-b.jsonl']",
     ]
 
 

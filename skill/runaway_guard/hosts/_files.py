@@ -104,51 +104,36 @@ def read_all(book, main, reader, named=None, agent=None):
     read (a payload's path to a folder, a FIFO, /dev/zero): the call is judged on what was read
     before, and hook.log says so once.
 
-    A subagent's file entry is kept between calls packed, [off, ino, the rest as JSON] (the
-    agent left out when named(path), the host's, tells it), and unpacked only once the file
-    changed: a call where it did not needs only off and ino against one stat, and marshal loads
-    and writes such a list in a fraction of a dict's time. The main agent's entry stays a dict
-    (sessions.refresh and Codex look for it). The dormant files' entries (QUIET_S) are kept
-    apart (see _sweep).
+    Every file's entry is a dict (entries); the dormant files' entries (QUIET_S) are kept apart
+    (see _sweep).
     """
     state = book.state
-    files = state["files"]
+    files = entries(state)
     now = time.time()
     swept = state.get("swept")
     sweep = (
         book.sweep
         or swept is None
         or not 0 <= now - swept < SWEEP_S
-        or (agent not in (None, "main") and not _awake(files, agent, named))
+        or (agent not in (None, "main") and not _awake(files, main, agent, named))
     )
     if sweep:
         dormant = _sweep(book, now)
-    paths = [
-        path
-        for path, entry in files.items()
-        if path != main and (entry.__class__ is list or not entry.get("foreign"))
-    ]
+    paths = [path for path, entry in files.items() if path != main and not entry.get("foreign")]
     if main in files:
         paths.append(main)
     stat = fs.stat
-    opened = []  # the subagents' entries held as dicts this call, packed once read
     falling = []  # on a sweep, the subagent files not written for QUIET_S
     for path in paths:
         entry = files[path]
         try:
             info = stat(path)
-            if entry.__class__ is list:
-                if info.st_size == entry[0] and info.st_ino == entry[1]:
-                    if sweep and now - info.st_mtime >= QUIET_S:
-                        falling.append(path)
-                    continue  # nothing new: the one stat is all a quiet subagent file costs
-                entry = files[path] = _unpacked(path, entry, named)
-            if entry.get("agent") != "main":
-                opened.append(path)
-                if sweep and now - info.st_mtime >= QUIET_S:
-                    falling.append(path)  # read all the same: the guard had not seen it yet
+            if sweep and entry.get("agent") != "main" and now - info.st_mtime >= QUIET_S:
+                falling.append(path)  # read all the same if it changed: not seen yet
             if info.st_size == entry.get("off") and info.st_ino == entry.get("ino"):
-                continue
+                continue  # nothing new: the one stat is all a quiet file costs
+            if named is not None and "agent" not in entry:
+                entry["agent"] = named(path)  # left out of a dormant entry's rest (_rest)
             handler = reader(entry)
             read_file(book, path, entry, handler)
             flush = getattr(handler, "flush", None)
@@ -161,12 +146,8 @@ def read_all(book, main, reader, named=None, agent=None):
             if path == main and not entry.get("unread"):
                 entry["unread"] = True
                 _unreadable(book, error)
-    for path in opened:
-        entry = files.get(path)
-        if entry.__class__ is dict:
-            files[path] = _packed(path, entry, named)
     if falling:
-        _fall(book, falling, dormant)
+        _fall(book, falling, dormant, named)
     if ignored:
         say_ignored(book)
 
@@ -224,23 +205,22 @@ def _wake(book, index, rests, woken):
     """The (folder, name) files back among the others, and the dormant files left."""
     for folder, name in woken:
         off, ino = index[folder].pop(name)
-        book.state["files"][folder + name] = [off, ino, rests[folder].pop(name)]
+        book.state["files"][folder + name] = _entry(off, ino, rests[folder].pop(name))
     dormant = {"index": _pruned(index), "rests": _pruned(rests)}
     book.set_part(DORMANT, dormant)
     return dormant
 
 
-def _fall(book, paths, dormant):
-    """Put the files' packed entries among the dormant ones."""
+def _fall(book, paths, dormant, named):
+    """Put the files' entries among the dormant ones."""
     files = book.state["files"]
     index, rests = dormant["index"], dormant["rests"]
     for path in paths:
-        entry = files.get(path)
-        if entry.__class__ is list:  # not gone
-            del files[path]
+        entry = files.pop(path, None)
+        if entry is not None:  # not gone
             folder, name = _split(path)
-            index.setdefault(folder, {})[name] = entry[:2]
-            rests.setdefault(folder, {})[name] = entry[2]
+            index.setdefault(folder, {})[name] = [entry.get("off"), entry.get("ino")]
+            rests.setdefault(folder, {})[name] = _rest(path, entry, named)
     book.set_part(DORMANT, {"index": index, "rests": rests})
 
 
@@ -296,29 +276,53 @@ def followed(book, path):
     return path in files
 
 
-def _awake(files, agent, named):
-    """Whether agent's file is among the files looked at every call."""
-    return any(entry.__class__ is list and named(path) == agent for path, entry in files.items())
+def _awake(files, main, agent, named):
+    """Whether agent's file is among the files looked at every call (read before: a file just
+    found is not)."""
+    return any(
+        path != main and "ino" in entry and named(path) == agent for path, entry in files.items()
+    )
 
 
-def _packed(path, entry, named):
-    """A subagent file's entry as the state keeps it between calls (read_all)."""
+def entries(state):
+    """state["files"], each followed file's entry, by path: a dict, the read cursor ("off",
+    "ino", see tail.read_new) with what its host's reader keeps ("agent": "main" for the
+    session's own file, "foreign" for another session's). A state of the version before kept
+    a subagent's entry packed, [off, ino, the rest as JSON]: unpacked here (its agent, if left
+    out, is put back when the file is next read)."""
+    files = state["files"]
+    if list in map(type, files.values()):
+        for path, entry in files.items():
+            if entry.__class__ is list:
+                files[path] = _entry(*entry)
+    return files
+
+
+def main_path(state):
+    """The path of the session's own file among the followed ones (None before it is known)."""
+    return next((p for p, e in entries(state).items() if e.get("agent") == "main"), None)
+
+
+def _rest(path, entry, named):
+    """What a dormant file's part keeps of its entry beside off and ino, as JSON (its agent
+    left out when named(path), the host's, tells it): marshal loads a text in a fraction of a
+    dict's time, and a sweep needs only off and ino."""
     rest = dict(entry)
-    off, ino = rest.pop("off", None), rest.pop("ino", None)
+    rest.pop("off", None)
+    rest.pop("ino", None)
     if named is not None and "agent" in rest and rest["agent"] == named(path):
         del rest["agent"]
-    return [off, ino, jsonio.dumps(rest)]
+    return jsonio.dumps(rest)
 
 
-def _unpacked(path, packed, named):
-    """The entry _packed packed, for a file that changed."""
-    entry = jsonio.loads(packed[2])
-    if named is not None and "agent" not in entry:
-        entry = {"agent": named(path), **entry}
-    if packed[0] is not None:
-        entry["off"] = packed[0]
-    if packed[1] is not None:
-        entry["ino"] = packed[1]
+def _entry(off, ino, rest):
+    """The entry of a dormant file woken (or of a state of the version before), from _rest's
+    parts."""
+    entry = jsonio.loads(rest)
+    if off is not None:
+        entry["off"] = off
+    if ino is not None:
+        entry["ino"] = ino
     return entry
 
 

@@ -20,7 +20,7 @@ from ... import fs, jsonio
 from ...calls import Call, tool_name
 from ...decisions import DENY, STOP, TELL
 from .. import hook_entry
-from .._files import follow, read_all
+from .._files import follow, main_path, read_all
 from .._turns import EVENTS, answering_turn, render_stop, turn_call
 from .rollout import _day_folders, _discover, _Reader
 
@@ -312,11 +312,7 @@ def sync(book, call):
     if not path or not call.session_id:
         return False
     follow(book, path, {"agent": call.agent})
-    files = book.state["files"]
-    # the subagents' entries are packed lists (_files.read_all), the main rollout's a dict
-    main = next(
-        (p for p, e in files.items() if e.__class__ is dict and e.get("agent") == "main"), None
-    )
+    main = main_path(book.state)
     known = main or path
     # Rollout names start with their creation time: once the main rollout is known only newer
     # names are opened; a subagent's call seen first looks at the whole folder for its root.
