@@ -205,38 +205,38 @@ def decisions(settings, state, tool, warned, now=None, ahead=0):
 
             log.append(settings.state_dir, "team", not_started)
     found = []
-    if seen["team"] is not None:
-        found.append(
-            wires.spend_wire(
-                seen["team"],
-                settings.team_monthly_usd,
-                warn_at=warn,
-                warned=warned,
-                scope="team",
-                tool=tool,
-                how_to_raise=raise_text(settings, "team_monthly_usd"),
-                name=f"monthly team ({settings.team})",
-                raiser="the team's budget owner",
-                detail=_detail(seen, "team", whose="the team's machines", now=now),
-                ahead=ahead,
+    for scope, cap_key, name, raiser, whose in (
+        (
+            "team",
+            "team_monthly_usd",
+            f"monthly team ({settings.team})",
+            "the team's budget owner",
+            "the team's machines",
+        ),
+        (
+            "person",
+            "person_daily_usd",
+            f"daily per-person ({settings.user})",
+            "the user or the team's budget owner",
+            f"{settings.user}'s machines today",
+        ),
+    ):
+        if seen[scope] is not None:
+            found.append(
+                wires.spend_wire(
+                    seen[scope],
+                    getattr(settings, cap_key),
+                    warn_at=warn,
+                    warned=warned,
+                    scope=scope,
+                    tool=tool,
+                    how_to_raise=raise_text(settings, cap_key),
+                    name=name,
+                    raiser=raiser,
+                    detail=_detail(seen, scope, whose=whose, now=now),
+                    ahead=ahead,
+                )
             )
-        )
-    if seen["person"] is not None:
-        found.append(
-            wires.spend_wire(
-                seen["person"],
-                settings.person_daily_usd,
-                warn_at=warn,
-                warned=warned,
-                scope="person",
-                tool=tool,
-                how_to_raise=raise_text(settings, "person_daily_usd"),
-                name=f"daily per-person ({settings.user})",
-                raiser="the user or the team's budget owner",
-                detail=_detail(seen, "person", whose=f"{settings.user}'s machines today", now=now),
-                ahead=ahead,
-            )
-        )
     if settings.team_fail_closed and capped:
         why = not_started or _unchecked(settings, seen, now)
         if why:
