@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 
 import pytest
 from codex_host import TUI_ANSWERED, CodexTui, codex_bin
@@ -65,7 +66,14 @@ class CodexPlugin(Codex):
         ) as tui:
             tui.wait_for("Hooks need review")
             tui.wait_for("Trust all and continue")
-            tui.keys("Down")  # the choice is made only once the marker stands on it
+            # The choice is made only once the marker stands on it. A key pressed while the
+            # screen is drawn but not yet listening is lost (seen once under load): press again.
+            for _ in range(5):
+                screen = tui.screen()
+                if "› 2. Trust all and continue" in screen:
+                    break
+                tui.keys("Up" if "› 3." in screen else "Down")
+                time.sleep(2)
             tui.wait_for("› 2. Trust all and continue")
             tui.keys("Enter")
             tui.wait_for("Ask Codex to do anything")
